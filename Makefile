@@ -1,0 +1,95 @@
+# Rota's build. Every tool is pinned here and installed into bin/tools by the
+# target that needs it; nothing is assumed to be on the machine but Go and gcc.
+
+SHELL := /usr/bin/env bash -o pipefail
+.SHELLFLAGS := -ec
+.DEFAULT_GOAL := build
+
+GO ?= go
+TOOLS := $(CURDIR)/bin/tools
+export PATH := $(TOOLS):$(PATH)
+# go-nvml needs cgo; its headers warn about deprecated declarations by the thousand.
+export CGO_ENABLED := 1
+export CGO_CFLAGS := -O2 -g -Wno-deprecated-declarations
+
+CONTROLLER_GEN_VERSION := v0.23.0
+GOLANGCI_LINT_VERSION := v2.15.0
+GOTESTSUM_VERSION := v1.13.0
+ETCD_VERSION := $(shell $(GO) list -m -f '{{.Version}}' go.etcd.io/etcd/server/v3 2>/dev/null)
+K8S_VERSION := $(shell $(GO) list -m -f '{{.Version}}' k8s.io/kubernetes 2>/dev/null)
+
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo unknown)
+GIT_COMMIT ?= $(shell git rev-parse --verify -q HEAD 2>/dev/null || echo unknown)
+BUILD_DATE ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+# kube-scheduler's --version prints component-base's version: say which
+# Kubernetes release it is built on and which Rota build it is.
+LDFLAGS := -X github.com/rota-dev/rota/pkg/version.version=$(VERSION) \
+	-X github.com/rota-dev/rota/pkg/version.gitCommit=$(GIT_COMMIT) \
+	-X github.com/rota-dev/rota/pkg/version.buildDate=$(BUILD_DATE) \
+	-X k8s.io/component-base/version.gitVersion=$(K8S_VERSION)+rota.$(subst -,.,$(VERSION)) \
+	-X k8s.io/component-base/version.gitCommit=$(GIT_COMMIT) \
+	-X k8s.io/component-base/version.gitTreeState=$(if $(findstring dirty,$(VERSION)),dirty,clean) \
+	-X k8s.io/component-base/version.buildDate=$(BUILD_DATE)
+
+BINARIES := $(notdir $(wildcard cmd/*))
+# Tests that start a control plane share the machine's two cores badly.
+TEST_PARALLEL ?= 2
+TEST_TIMEOUT ?= 25m
+
+.PHONY: build
+build: $(addprefix bin/,$(BINARIES)) ## Build every binary under cmd/ into bin/.
+
+$(addprefix bin/,$(BINARIES)): bin/%: FORCE
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $@ ./cmd/$*
+
+.PHONY: FORCE
+FORCE:
+
+.PHONY: test
+test: build bin/etcd $(TOOLS)/gotestsum ## Unit and integration tests.
+	ROTA_BIN_DIR=$(CURDIR)/bin gotestsum --format pkgname-and-test-fails -- \
+		-p $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) ./...
+
+.PHONY: test-unit
+test-unit: ## Tests that need no control plane.
+	$(GO) test $$($(GO) list ./... | grep -v /test/integration)
+
+bin/etcd: go.mod
+	$(GO) build -o $@ go.etcd.io/etcd/server/v3
+
+.PHONY: generate
+generate: $(TOOLS)/controller-gen ## Regenerate deepcopy code and CRDs.
+	controller-gen object:headerFile=hack/boilerplate.go.txt paths=./pkg/apis/...
+	controller-gen crd:crdVersions=v1 paths=./pkg/apis/... output:crd:artifacts:config=manifests/crds
+
+.PHONY: verify-generate
+verify-generate: generate ## Fail when generated files differ from what is committed.
+	@if ! git diff --quiet -- pkg/apis manifests/crds || [ -n "$$(git status --porcelain -- pkg/apis manifests/crds)" ]; then \
+		git status --short -- pkg/apis manifests/crds; git diff -- pkg/apis manifests/crds | head -50; \
+		echo "generated files are stale: run 'make generate' and commit the result" >&2; exit 1; fi
+
+.PHONY: lint
+lint: $(TOOLS)/golangci-lint ## gofmt, go vet and golangci-lint.
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	golangci-lint run ./...
+
+.PHONY: update-k8s
+update-k8s: ## Move to another Kubernetes release: make update-k8s K8S=v1.37.3
+	hack/update-k8s-replaces.sh $(K8S)
+	$(GO) mod tidy
+
+$(TOOLS)/controller-gen:
+	GOBIN=$(TOOLS) $(GO) install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
+$(TOOLS)/golangci-lint:
+	GOBIN=$(TOOLS) CGO_ENABLED=0 $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
+$(TOOLS)/gotestsum:
+	GOBIN=$(TOOLS) CGO_ENABLED=0 $(GO) install gotest.tools/gotestsum@$(GOTESTSUM_VERSION)
+
+.PHONY: clean
+clean:
+	rm -rf bin
+
+.PHONY: help
+help:
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
