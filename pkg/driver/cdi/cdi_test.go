@@ -1,0 +1,67 @@
+package cdi
+
+import (
+	"encoding/json"
+	"os"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	cdiapi "tags.cncf.io/container-device-interface/pkg/cdi"
+	cdispec "tags.cncf.io/container-device-interface/specs-go"
+)
+
+func TestWriteAndRemove(t *testing.T) {
+	dir := t.TempDir()
+	w, err := NewWriter(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	devs := []Device{{Name: "gpu-3", UUID: "GPU-bbb", Minor: 3}, {Name: "gpu-1", UUID: "GPU-aaa", Minor: 1}}
+	if err := w.Write("uid-1", devs); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(w.Path("uid-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got cdispec.Spec
+	if err := json.Unmarshal(data, &got); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"NVIDIA_VISIBLE_DEVICES=GPU-aaa,GPU-bbb"}
+	want := cdispec.Spec{
+		Version: cdispec.CurrentVersion,
+		Kind:    "k8s.gpu.rota.dev/claim",
+		ContainerEdits: cdispec.ContainerEdits{DeviceNodes: []*cdispec.DeviceNode{
+			{Path: "/dev/nvidiactl"}, {Path: "/dev/nvidia-uvm"}, {Path: "/dev/nvidia-uvm-tools"},
+		}},
+		Devices: []cdispec.Device{
+			{Name: "uid-1-gpu-3", ContainerEdits: cdispec.ContainerEdits{Env: env, DeviceNodes: []*cdispec.DeviceNode{{Path: "/dev/nvidia3"}}}},
+			{Name: "uid-1-gpu-1", ContainerEdits: cdispec.ContainerEdits{Env: env, DeviceNodes: []*cdispec.DeviceNode{{Path: "/dev/nvidia1"}}}},
+		},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("spec (-want +got):\n%s", diff)
+	}
+
+	// A runtime resolves the IDs the driver hands to the kubelet.
+	cache, err := cdiapi.NewCache(cdiapi.WithSpecDirs(dir), cdiapi.WithAutoRefresh(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range devs {
+		if cache.GetDevice(DeviceID("uid-1", d.Name)) == nil {
+			t.Errorf("runtime cannot resolve %s: %v", DeviceID("uid-1", d.Name), cache.GetErrors())
+		}
+	}
+
+	if err := w.Remove("uid-1"); err != nil {
+		t.Fatal(err)
+	}
+	if w.Exists("uid-1") {
+		t.Error("spec still exists after Remove")
+	}
+	if err := w.Remove("uid-1"); err != nil {
+		t.Errorf("second Remove: %v", err)
+	}
+}

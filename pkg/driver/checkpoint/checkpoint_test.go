@@ -1,0 +1,101 @@
+package checkpoint
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/utils/ptr"
+)
+
+func sample() *Checkpoint {
+	cp := New("boot-1")
+	cp.Claims["uid-1"] = Claim{UID: "uid-1", Namespace: "ns", Name: "c1", State: PrepareCompleted, Devices: []Device{
+		{Requests: []string{"gpu"}, Pool: "node-a", Device: "gpu-0", UUID: "GPU-0", Minor: 0, Strategy: "Exclusive"},
+	}}
+	cp.Claims["uid-2"] = Claim{UID: "uid-2", Namespace: "ns", Name: "c2", State: PrepareStarted, Devices: []Device{
+		{Pool: "node-a", Device: "gpu-1", UUID: "GPU-1", Minor: 1, Strategy: "TimeSlicing", TimeSlice: "Long", MemoryMiB: ptr.To[int64](1024)},
+	}}
+	cp.TimeSlices["GPU-1"] = "Long"
+	return cp
+}
+
+func TestRoundTrip(t *testing.T) {
+	store, err := NewStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Save(sample()); err != nil {
+		t.Fatal(err)
+	}
+	got, err := store.Load("boot-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(sample(), got); diff != "" {
+		t.Errorf("round trip (-want +got):\n%s", diff)
+	}
+}
+
+func TestLoadMissingIsEmpty(t *testing.T) {
+	store, err := NewStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := store.Load("boot-7")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(New("boot-7"), got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+func TestCorrupt(t *testing.T) {
+	good, err := Encode(sample())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := map[string]func([]byte) []byte{
+		"truncated":         func(b []byte) []byte { return b[:len(b)/2] },
+		"flipped payload":   func(b []byte) []byte { return []byte(strings.Replace(string(b), "GPU-0", "GPU-9", 1)) },
+		"newer version":     func(b []byte) []byte { return []byte(strings.Replace(string(b), `"version": 1`, `"version": 2`, 1)) },
+		"empty":             func([]byte) []byte { return nil },
+		"zeroes (no fsync)": func(b []byte) []byte { return make([]byte, len(b)) },
+	}
+	for name, mutate := range tests {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			store, err := NewStore(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(store.Path(), mutate(good), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, err = store.Load("boot-1")
+			if !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("Load = %v, want ErrCorrupt", err)
+			}
+			if !strings.Contains(err.Error(), "To recover") {
+				t.Errorf("error does not say how to recover: %v", err)
+			}
+		})
+	}
+}
+
+func TestCheckRejectsInconsistentPayload(t *testing.T) {
+	cp := sample()
+	c := cp.Claims["uid-1"]
+	c.UID = "other"
+	cp.Claims["uid-1"] = c
+	raw, err := Encode(cp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Decode(raw); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("Decode = %v, want ErrCorrupt", err)
+	}
+}

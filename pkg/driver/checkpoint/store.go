@@ -1,0 +1,99 @@
+package checkpoint
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// FileName is the checkpoint's name inside the plugin's data directory.
+const FileName = "checkpoint.json"
+
+// BootIDPath is where Linux publishes the boot ID.
+const BootIDPath = "/proc/sys/kernel/random/boot_id"
+
+// Store reads and writes the checkpoint file.
+type Store struct {
+	path string
+}
+
+// NewStore uses dir/checkpoint.json, creating dir if needed.
+func NewStore(dir string) (*Store, error) {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return nil, fmt.Errorf("creating checkpoint directory: %w", err)
+	}
+	return &Store{path: filepath.Join(dir, FileName)}, nil
+}
+
+// Path of the checkpoint file.
+func (s *Store) Path() string { return s.path }
+
+// Load reads the checkpoint; a missing file is an empty checkpoint for bootID.
+// A corrupt file is an error wrapping ErrCorrupt that says how to recover.
+func (s *Store) Load(bootID string) (*Checkpoint, error) {
+	raw, err := os.ReadFile(s.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return New(bootID), nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading checkpoint: %w", err)
+	}
+	cp, err := Decode(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w; the driver will not start because it cannot tell which GPUs are in use. "+
+			"To recover: make sure no pod on this node still uses a gpu.rota.dev claim (drain it), "+
+			"move the file away (mv %s %s.bad) and restart the plugin", s.path, err, s.path, s.path)
+	}
+	return cp, nil
+}
+
+// Save writes cp atomically: a temporary file in the same directory, fsync,
+// rename over the old file, fsync of the directory. A crash leaves either the
+// old or the new checkpoint, never a mix.
+func (s *Store) Save(cp *Checkpoint) error {
+	data, err := Encode(cp)
+	if err != nil {
+		return err
+	}
+	dir := filepath.Dir(s.path)
+	tmp, err := os.CreateTemp(dir, FileName+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("writing checkpoint: %w", err)
+	}
+	defer func() { _ = os.Remove(tmp.Name()) }() // no-op after a successful rename
+	if _, err := tmp.Write(data); err != nil {
+		_ = tmp.Close()
+		return fmt.Errorf("writing checkpoint: %w", err)
+	}
+	if err := tmp.Sync(); err != nil {
+		_ = tmp.Close()
+		return fmt.Errorf("syncing checkpoint: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("closing checkpoint: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), s.path); err != nil {
+		return fmt.Errorf("replacing checkpoint: %w", err)
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("syncing checkpoint directory: %w", err)
+	}
+	defer func() { _ = d.Close() }()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("syncing checkpoint directory: %w", err)
+	}
+	return nil
+}
+
+// ReadBootID reads the node's boot ID from path (BootIDPath in production).
+func ReadBootID(path string) (string, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("reading boot ID: %w", err)
+	}
+	return strings.TrimSpace(string(raw)), nil
+}
