@@ -2,7 +2,6 @@ package schedule
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 )
@@ -18,7 +17,6 @@ func (s *Schedule) Evaluate(from, to time.Time) (*Timeline, error) {
 	spans := make([][]Span, len(s.windows))
 	computed := make([]bool, len(s.windows))
 	perTarget := make([][]Interval, len(s.targets))
-	total := 0
 	for ti := range s.targets {
 		for _, ws := range s.targets[ti].windows {
 			if !computed[ws.window] {
@@ -27,13 +25,8 @@ func (s *Schedule) Evaluate(from, to time.Time) (*Timeline, error) {
 			}
 		}
 		perTarget[ti] = s.targetIntervals(&s.targets[ti], spans, from, to)
-		total += len(perTarget[ti])
 	}
-	intervals := make([]Interval, 0, total)
-	for _, ivs := range perTarget {
-		intervals = append(intervals, ivs...)
-	}
-	slices.SortStableFunc(intervals, func(a, b Interval) int {
+	intervals := mergeSorted(perTarget, func(a, b Interval) int {
 		if c := a.Start.Compare(b.Start); c != 0 {
 			return c
 		}
@@ -42,62 +35,51 @@ func (s *Schedule) Evaluate(from, to time.Time) (*Timeline, error) {
 	return &Timeline{Intervals: intervals, Transitions: s.transitions(perTarget)}, nil
 }
 
-// targetIntervals sweeps the instants where any window naming t opens or closes
-// and merges neighbouring stretches of equal intent.
+// targetIntervals sweeps [from, to) from one instant where a window naming t
+// opens or closes to the next, and merges neighbouring stretches of equal intent.
 func (s *Schedule) targetIntervals(t *target, spans [][]Span, from, to time.Time) []Interval {
-	bounds := []time.Time{from}
-	for _, ws := range t.windows {
-		for _, sp := range spans[ws.window] {
-			if sp.Start.After(from) {
-				bounds = append(bounds, sp.Start)
-			}
-			if sp.End.After(from) && sp.End.Before(to) {
-				bounds = append(bounds, sp.End)
-			}
-		}
-	}
-	slices.SortFunc(bounds, time.Time.Compare)
-	bounds = slices.CompactFunc(bounds, time.Time.Equal)
-
+	// cursor[i] is the first span of t.windows[i] that ends after the current instant.
 	cursor := make([]int, len(t.windows))
 	var out []Interval
-	for k, at := range bounds {
-		end := to
-		if k+1 < len(bounds) {
-			end = bounds[k+1]
-		}
-		intent := s.intentAt(t, spans, cursor, at)
+	for at := from; at.Before(to); {
+		intent, next := s.intentAt(t, spans, cursor, at, to)
 		if n := len(out); n > 0 && out[n-1].Intent == intent {
-			out[n-1].End = end
-			continue
+			out[n-1].End = next
+		} else {
+			out = append(out, Interval{Target: t.name, Start: at, End: next, Intent: intent})
 		}
-		out = append(out, Interval{Target: t.name, Start: at, End: end, Intent: intent})
+		at = next
 	}
 	return out
 }
 
-// intentAt returns t's intent at instant at. cursor[i] is the first span of
-// t.windows[i] that may still cover at; calls must come in increasing at.
-func (s *Schedule) intentAt(t *target, spans [][]Span, cursor []int, at time.Time) Intent {
-	best := -1
+// intentAt returns t's intent at instant at and the next instant (at most to)
+// where a window naming t opens or closes. Calls must come in increasing at.
+func (s *Schedule) intentAt(t *target, spans [][]Span, cursor []int, at, to time.Time) (Intent, time.Time) {
+	best, next := -1, to
 	var bestStart time.Time
 	for i, ws := range t.windows {
 		sp := spans[ws.window]
 		for cursor[i] < len(sp) && !sp[cursor[i]].End.After(at) {
 			cursor[i]++
 		}
-		if cursor[i] == len(sp) || sp[cursor[i]].Start.After(at) {
+		if cursor[i] == len(sp) {
 			continue
 		}
-		start := sp[cursor[i]].Start
-		if best < 0 || s.beats(ws.window, start, t.windows[best].window, bestStart) {
-			best, bestStart = i, start
+		current := sp[cursor[i]]
+		if current.Start.After(at) {
+			next = earliest(next, current.Start)
+			continue
+		}
+		next = earliest(next, current.End)
+		if best < 0 || s.beats(ws.window, current.Start, t.windows[best].window, bestStart) {
+			best, bestStart = i, current.Start
 		}
 	}
 	if best < 0 {
-		return t.defaultIntent
+		return t.defaultIntent, next
 	}
-	return t.windows[best].intent
+	return t.windows[best].intent, next
 }
 
 // beats reports whether window a, active since aStart, wins over window b, active
@@ -113,4 +95,11 @@ func (s *Schedule) beats(a int, aStart time.Time, b int, bStart time.Time) bool 
 		return aStart.After(bStart)
 	}
 	return wa.name < wb.name
+}
+
+func earliest(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }

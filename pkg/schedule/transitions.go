@@ -1,7 +1,6 @@
 package schedule
 
 import (
-	"slices"
 	"time"
 
 	"github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
@@ -19,17 +18,17 @@ type change struct {
 // changes. A change of allowDowntime or source alone opens an interval but needs
 // no action.
 func (s *Schedule) transitions(perTarget [][]Interval) []Transition {
-	var changes []change
-	for _, ivs := range perTarget {
+	perTargetChanges := make([][]change, len(perTarget))
+	for ti, ivs := range perTarget {
 		for k := 1; k < len(ivs); k++ {
 			if step, acquire, ok := stepBetween(ivs[k-1].Intent, ivs[k].Intent); ok {
 				step.Target = ivs[k].Target
-				changes = append(changes, change{at: ivs[k].Start, step: step, acquire: acquire})
+				perTargetChanges[ti] = append(perTargetChanges[ti], change{at: ivs[k].Start, step: step, acquire: acquire})
 			}
 		}
 	}
-	// Stable: changes at one instant stay in target declaration order.
-	slices.SortStableFunc(changes, func(a, b change) int { return a.at.Compare(b.at) })
+	// Changes at one instant stay in target declaration order.
+	changes := mergeSorted(perTargetChanges, func(a, b change) int { return a.at.Compare(b.at) })
 
 	var out []Transition
 	for len(changes) > 0 {
