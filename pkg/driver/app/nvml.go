@@ -1,0 +1,52 @@
+package app
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"k8s.io/utils/clock"
+
+	"github.com/rota-dev/rota/pkg/driver/gpu"
+	"github.com/rota-dev/rota/pkg/driver/timeslice"
+)
+
+// openNVML initialises real NVML or the mock and discovers the GPUs. The
+// returned close function shuts NVML down.
+func openNVML(o *Options, clk clock.WithTicker) (nvml.Interface, *gpu.Mock, gpu.Inventory, func(), error) {
+	var lib nvml.Interface
+	var mock *gpu.Mock
+	if o.MockProfile != "" {
+		m, err := gpu.NewMock(o.NodeName, o.MockProfile, clk)
+		if err != nil {
+			return nil, nil, gpu.Inventory{}, nil, err
+		}
+		lib, mock = m, m
+	} else {
+		lib = gpu.NewReal()
+	}
+	if err := gpu.Init(lib); err != nil {
+		return nil, nil, gpu.Inventory{}, nil, err
+	}
+	closeFn := func() { _ = lib.Shutdown() }
+	inv, err := gpu.Discover(lib)
+	if err != nil {
+		closeFn()
+		return nil, nil, gpu.Inventory{}, nil, fmt.Errorf("discovering GPUs: %w", err)
+	}
+	return lib, mock, inv, closeFn, nil
+}
+
+// timeSlicer is nvidia-smi on a real node and a recorder on a simulated one.
+func timeSlicer(o *Options) timeslice.Setter {
+	if o.MockProfile != "" {
+		return &timeslice.Recorder{}
+	}
+	return timeslice.NvidiaSMI{Path: o.NvidiaSMI}
+}
+
+func startFaultWatcher(ctx context.Context, o *Options, mock *gpu.Mock) {
+	if mock != nil && o.MockFaultFile != "" {
+		go mock.WatchFaultFile(ctx, o.MockFaultFile, o.FaultPollEvery)
+	}
+}

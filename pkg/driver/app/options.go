@@ -1,0 +1,82 @@
+// Package app assembles the gpu.rota.dev kubelet plugin from its parts, for
+// cmd/dra-kubelet-plugin and for tests that run the whole plugin in-process.
+package app
+
+import (
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/rota-dev/rota/pkg/driver/checkpoint"
+	"github.com/rota-dev/rota/pkg/driver/resources"
+)
+
+// Options are the plugin's settings, one flag each.
+type Options struct {
+	NodeName       string
+	PodUID         string
+	MockProfile    string
+	MockFaultFile  string
+	CDIRoot        string
+	PluginDataDir  string
+	RegistrarDir   string
+	CheckpointDir  string
+	BootIDFile     string
+	Kubeconfig     string
+	HTTPAddress    string
+	NvidiaSMI      string
+	ProbeInterval  time.Duration
+	XIDHoldTime    time.Duration
+	FaultPollEvery time.Duration
+}
+
+// DefaultOptions are the values the DaemonSet runs with.
+func DefaultOptions() Options {
+	return Options{
+		NodeName:       os.Getenv("NODE_NAME"),
+		PodUID:         os.Getenv("POD_UID"),
+		CDIRoot:        "/var/run/cdi",
+		PluginDataDir:  filepath.Join("/var/lib/kubelet/plugins", resources.DriverName),
+		RegistrarDir:   "/var/lib/kubelet/plugins_registry",
+		BootIDFile:     checkpoint.BootIDPath,
+		HTTPAddress:    ":8080",
+		ProbeInterval:  5 * time.Second,
+		XIDHoldTime:    5 * time.Minute,
+		FaultPollEvery: 100 * time.Millisecond,
+	}
+}
+
+// AddFlags registers the options on fs.
+func (o *Options) AddFlags(fs *flag.FlagSet) {
+	fs.StringVar(&o.NodeName, "node-name", o.NodeName, "Name of this node: the pool name and the node of the published ResourceSlice (env NODE_NAME).")
+	fs.StringVar(&o.PodUID, "pod-uid", o.PodUID, "UID of this pod; enables rolling updates of the DaemonSet without a gap (env POD_UID).")
+	fs.StringVar(&o.MockProfile, "mock-profile", o.MockProfile, "Simulate GPUs instead of reading NVML: dgx-h100, dgx-a100, hgx-h200, dgx-b200, l4x2, or a list such as h100:4,a100:4.")
+	fs.StringVar(&o.MockFaultFile, "mock-fault-file", o.MockFaultFile, "With --mock-profile: file of active faults, one \"<gpu index> <xid>\" per line; removing a line recovers the GPU.")
+	fs.StringVar(&o.CDIRoot, "cdi-root", o.CDIRoot, "Directory for the per-claim CDI specs (the container runtime's CDI directory).")
+	fs.StringVar(&o.PluginDataDir, "plugin-data-dir", o.PluginDataDir, "Directory of the kubelet plugin's service socket.")
+	fs.StringVar(&o.RegistrarDir, "registrar-dir", o.RegistrarDir, "The kubelet's plugin registration directory.")
+	fs.StringVar(&o.CheckpointDir, "checkpoint-dir", o.CheckpointDir, "Directory of the checkpoint; defaults to --plugin-data-dir. Must survive plugin restarts.")
+	fs.StringVar(&o.BootIDFile, "boot-id-file", o.BootIDFile, "File holding the node's boot ID.")
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "Kubeconfig file; in-cluster configuration when empty.")
+	fs.StringVar(&o.HTTPAddress, "http-address", o.HTTPAddress, "Address of /healthz, /readyz and /metrics; empty disables.")
+	fs.StringVar(&o.NvidiaSMI, "nvidia-smi", o.NvidiaSMI, "Path of nvidia-smi, used to set time slices (nvidia-smi on PATH when empty).")
+	fs.DurationVar(&o.ProbeInterval, "health-probe-interval", o.ProbeInterval, "How often every GPU is probed; recovery is noticed at this pace.")
+	fs.DurationVar(&o.XIDHoldTime, "xid-hold-time", o.XIDHoldTime, "How long a GPU stays tainted after its last XID (negative: not at all).")
+}
+
+// Validate checks the options.
+func (o *Options) Validate() error {
+	var errs []error
+	if o.NodeName == "" {
+		errs = append(errs, errors.New("--node-name (or NODE_NAME) is required"))
+	}
+	if o.MockFaultFile != "" && o.MockProfile == "" {
+		errs = append(errs, errors.New("--mock-fault-file needs --mock-profile"))
+	}
+	if o.CheckpointDir == "" {
+		o.CheckpointDir = o.PluginDataDir
+	}
+	return errors.Join(errs...)
+}

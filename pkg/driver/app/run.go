@@ -1,0 +1,199 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/dynamic-resource-allocation/kubeletplugin"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/rota-dev/rota/pkg/driver"
+	"github.com/rota-dev/rota/pkg/driver/cdi"
+	"github.com/rota-dev/rota/pkg/driver/checkpoint"
+	"github.com/rota-dev/rota/pkg/driver/gpu"
+	"github.com/rota-dev/rota/pkg/driver/health"
+	"github.com/rota-dev/rota/pkg/driver/state"
+)
+
+// Plugin is a running kubelet plugin.
+type Plugin struct {
+	Helper  *kubeletplugin.Helper
+	Driver  *driver.Driver
+	State   *state.State
+	Monitor *health.Monitor
+	Metrics *driver.Metrics
+	// Mock is the simulated NVML, nil on real GPUs.
+	Mock *gpu.Mock
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	close  func()
+}
+
+// Extra are what tests inject; production leaves it empty.
+type Extra struct {
+	KubeClient kubernetes.Interface
+	Clock      clock.WithTicker
+	// Hook injects crashes into prepare (see state.Options.Hook).
+	Hook func(state.Step) error
+	// Fatal receives errors that should end the process.
+	Fatal func(error)
+}
+
+// Start builds and starts the plugin. Stop ends it.
+func Start(ctx context.Context, o Options, extra Extra) (*Plugin, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	clk := extra.Clock
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	p := &Plugin{cancel: cancel}
+	ok := false
+	defer func() {
+		if !ok {
+			p.Stop()
+		}
+	}()
+
+	lib, mock, inv, closeNVML, err := openNVML(&o, clk)
+	if err != nil {
+		return nil, err
+	}
+	p.Mock, p.close = mock, closeNVML
+	bootID, err := checkpoint.ReadBootID(o.BootIDFile)
+	if err != nil {
+		return nil, err
+	}
+	store, err := checkpoint.NewStore(o.CheckpointDir)
+	if err != nil {
+		return nil, err
+	}
+	cdiWriter, err := cdi.NewWriter(o.CDIRoot)
+	if err != nil {
+		return nil, err
+	}
+	p.State, err = state.New(ctx, state.Options{
+		NodeName: o.NodeName, Inventory: &inv, Store: store, CDI: cdiWriter,
+		TimeSlicer: timeSlicer(&o), BootID: bootID, Hook: extra.Hook,
+	})
+	if err != nil {
+		return nil, err
+	}
+	p.Monitor = health.NewMonitor(lib, &inv, clk, health.Options{ProbeInterval: o.ProbeInterval, XIDHoldTime: o.XIDHoldTime})
+	p.Monitor.Refresh(ctx)
+	p.goRun(func() {
+		if err := p.Monitor.Run(ctx); err != nil {
+			klog.FromContext(ctx).Error(err, "Health monitor failed; GPU health is no longer watched")
+		}
+	})
+	startFaultWatcher(ctx, &o, mock)
+
+	client := extra.KubeClient
+	if client == nil {
+		client, err = kubeClient(o.Kubeconfig)
+		if err != nil {
+			return nil, err
+		}
+	}
+	p.Metrics = driver.NewMetrics()
+	fatal := extra.Fatal
+	if fatal == nil {
+		fatal = func(error) { cancel() }
+	}
+	p.Driver = driver.New(driver.Config{
+		NodeName: o.NodeName, Inventory: &inv, State: p.State, Monitor: p.Monitor,
+		Metrics: p.Metrics, Clock: clk, Fatal: fatal,
+	})
+	opts := []kubeletplugin.Option{
+		kubeletplugin.KubeClient(client),
+		kubeletplugin.PluginDataDirectoryPath(o.PluginDataDir),
+		kubeletplugin.RegistrarDirectoryPath(o.RegistrarDir),
+	}
+	if o.PodUID != "" {
+		opts = append(opts, kubeletplugin.RollingUpdate(types.UID(o.PodUID)))
+	}
+	p.Helper, err = p.Driver.Start(ctx, opts...)
+	if err != nil {
+		return nil, err
+	}
+	if o.HTTPAddress != "" {
+		if err := p.serveHTTP(ctx, o.HTTPAddress); err != nil {
+			return nil, err
+		}
+	}
+	ok = true
+	return p, nil
+}
+
+// Stop shuts the plugin down: the kubelet sockets close first, then the
+// health monitor, then NVML. Safe to call more than once.
+func (p *Plugin) Stop() {
+	if p.Helper != nil {
+		p.Helper.Stop()
+	}
+	p.cancel()
+	p.wg.Wait()
+	if p.close != nil {
+		p.close()
+		p.close = nil
+	}
+}
+
+func (p *Plugin) goRun(f func()) {
+	p.wg.Add(1)
+	go func() { defer p.wg.Done(); f() }()
+}
+
+func kubeClient(kubeconfig string) (kubernetes.Interface, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("loading Kubernetes client configuration: %w", err)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("creating Kubernetes client: %w", err)
+	}
+	return cs, nil
+}
+
+// serveHTTP serves /healthz (the process runs), /readyz (the kubelet
+// registered the plugin) and /metrics.
+func (p *Plugin) serveHTTP(ctx context.Context, addr string) error {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if st := p.Helper.RegistrationStatus(); st == nil || !st.PluginRegistered {
+			http.Error(w, "not registered with the kubelet", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok"))
+	})
+	mux.Handle("/metrics", p.Metrics.Handler())
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	p.goRun(func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			klog.FromContext(ctx).Error(err, "HTTP server failed")
+		}
+	})
+	p.goRun(func() {
+		<-ctx.Done()
+		_ = srv.Close()
+	})
+	return nil
+}

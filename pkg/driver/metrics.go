@@ -1,0 +1,78 @@
+package driver
+
+import (
+	"net/http"
+	"time"
+
+	"k8s.io/component-base/metrics"
+
+	"github.com/rota-dev/rota/pkg/driver/health"
+)
+
+// Metrics are the driver's Prometheus metrics in a registry of its own.
+type Metrics struct {
+	Registry metrics.KubeRegistry
+
+	prepareDuration   *metrics.HistogramVec
+	unprepareDuration *metrics.HistogramVec
+	devices           *metrics.GaugeVec
+}
+
+// NewMetrics creates and registers the metrics.
+func NewMetrics() *Metrics {
+	buckets := metrics.ExponentialBuckets(0.0005, 2, 16) // 0.5ms … 16s
+	m := &Metrics{
+		Registry: metrics.NewKubeRegistry(),
+		prepareDuration: metrics.NewHistogramVec(&metrics.HistogramOpts{
+			Namespace: "rota", Subsystem: "driver", Name: "prepare_duration_seconds",
+			Help:    "Time to prepare one ResourceClaim, by result.",
+			Buckets: buckets, StabilityLevel: metrics.ALPHA,
+		}, []string{"result"}),
+		unprepareDuration: metrics.NewHistogramVec(&metrics.HistogramOpts{
+			Namespace: "rota", Subsystem: "driver", Name: "unprepare_duration_seconds",
+			Help:    "Time to unprepare one ResourceClaim, by result.",
+			Buckets: buckets, StabilityLevel: metrics.ALPHA,
+		}, []string{"result"}),
+		devices: metrics.NewGaugeVec(&metrics.GaugeOpts{
+			Namespace: "rota", Subsystem: "driver", Name: "devices",
+			Help:           "GPUs published by this driver, by health (Healthy, Degraded, Unhealthy).",
+			StabilityLevel: metrics.ALPHA,
+		}, []string{"health"}),
+	}
+	m.Registry.MustRegister(m.prepareDuration, m.unprepareDuration, m.devices)
+	return m
+}
+
+// Handler serves the registry.
+func (m *Metrics) Handler() http.Handler {
+	return metrics.HandlerFor(m.Registry, metrics.HandlerOpts{})
+}
+
+func resultLabel(err error) string {
+	if err != nil {
+		return "error"
+	}
+	return "success"
+}
+
+func (m *Metrics) observePrepare(d time.Duration, err error) {
+	m.prepareDuration.WithLabelValues(resultLabel(err)).Observe(d.Seconds())
+}
+
+func (m *Metrics) observeUnprepare(d time.Duration, err error) {
+	m.unprepareDuration.WithLabelValues(resultLabel(err)).Observe(d.Seconds())
+}
+
+func (m *Metrics) setDevices(statuses map[int]health.Status) {
+	counts := map[health.State]int{health.Healthy: 0, health.Degraded: 0, health.Unhealthy: 0}
+	for _, st := range statuses {
+		s := st.State
+		if s == "" {
+			s = health.Healthy
+		}
+		counts[s]++
+	}
+	for s, n := range counts {
+		m.devices.WithLabelValues(string(s)).Set(float64(n))
+	}
+}
