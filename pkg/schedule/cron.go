@@ -83,3 +83,23 @@ func (c *Cron) FireTimes(loc *time.Location, after, until time.Time) iter.Seq[ti
 		}
 	}
 }
+
+// lastFire returns the latest fire instant in (notBefore, at]. It looks back a
+// minute, then twice as far each time, so the work is about the number of fire
+// times in the last gap between fires, not in the whole lookback.
+func (c *Cron) lastFire(loc *time.Location, at, notBefore time.Time) (time.Time, bool) {
+	for back := time.Minute; ; back *= 2 {
+		lo := at.Add(-back)
+		if !lo.After(notBefore) || back <= 0 {
+			lo = notBefore
+		}
+		var last time.Time
+		found := false
+		for fire := range c.FireTimes(loc, lo, at.Add(time.Nanosecond)) {
+			last, found = fire, true
+		}
+		if found || lo.Equal(notBefore) {
+			return last, found
+		}
+	}
+}

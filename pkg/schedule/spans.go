@@ -33,10 +33,15 @@ func (w *window) spans(loc *time.Location, from, to time.Time) []Span {
 		}
 		return nil
 	}
+	// Only the latest fire at or before from can cover from: earlier occurrences
+	// end by the time it fires. Finding it without walking from from-duration
+	// keeps a long window on a frequent cron cheap.
+	after := from
+	if last, ok := w.cron.lastFire(loc, from, from.Add(-w.duration)); ok {
+		after = last.Add(-time.Nanosecond)
+	}
 	var out []Span
-	// An occurrence fired at s covers [s, s+duration): those after from-duration
-	// reach into the range.
-	for fire := range w.cron.FireTimes(loc, from.Add(-w.duration), to) {
+	for fire := range w.cron.FireTimes(loc, after, to) {
 		if n := len(out); n > 0 && out[n-1].End.After(fire) {
 			out[n-1].End = fire
 		}

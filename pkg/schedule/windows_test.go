@@ -32,6 +32,11 @@ func TestEvaluateWindows(t *testing.T) {
 			from: "2026-01-01 00:00", to: "2026-01-03 00:00",
 			wantIntervals: []Interval{iv("a", u("2026-01-01 00:00"), u("2026-01-03 00:00"), Running, 0, false, "hourly")},
 		},
+		"a window on a minute cron lasting for centuries is cheap to evaluate": {
+			ds:   newSchedule("UTC", []v1alpha1.ScheduleTarget{a}, recurring("forever", 1, "* * * * *", "2000000h", running("a"))),
+			from: "2026-01-01 00:00", to: "2026-01-02 00:00",
+			wantIntervals: []Interval{iv("a", u("2026-01-01 00:00"), u("2026-01-02 00:00"), Running, 0, false, "forever")},
+		},
 		"weekday window of 30h runs Monday 08:00 to Saturday 14:00": {
 			ds:   newSchedule("UTC", []v1alpha1.ScheduleTarget{a}, recurring("long", 1, "0 8 * * 1-5", "30h", running("a"))),
 			from: "2026-10-19 00:00", to: "2026-10-26 00:00",
