@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"sync"
 	"time"
 
@@ -116,6 +117,11 @@ func Start(ctx context.Context, o Options, extra Extra) (*Plugin, error) {
 		NodeName: o.NodeName, Inventory: &inv, State: p.State, Monitor: p.Monitor,
 		Metrics: p.Metrics, Clock: clk, Fatal: fatal,
 	})
+	for _, dir := range []string{o.PluginDataDir, o.RegistrarDir} {
+		if err := os.MkdirAll(dir, 0o750); err != nil {
+			return nil, fmt.Errorf("creating plugin directory: %w", err)
+		}
+	}
 	opts := []kubeletplugin.Option{
 		kubeletplugin.KubeClient(client),
 		kubeletplugin.PluginDataDirectoryPath(o.PluginDataDir),
