@@ -1,0 +1,27 @@
+// Package scheduler wires Rota's out-of-tree plugins into kube-scheduler. The
+// rota-scheduler binary and the integration tests both build the scheduler from
+// PluginOptions and the KubeSchedulerConfiguration in manifests/scheduler, so the
+// tests exercise exactly what is shipped.
+package scheduler
+
+import (
+	"github.com/spf13/cobra"
+	"k8s.io/kubernetes/cmd/kube-scheduler/app"
+)
+
+// ProfileName is the schedulerName a pod sets to be placed by Rota.
+const ProfileName = "rota-scheduler"
+
+// PluginOptions registers every Rota plugin with kube-scheduler's out-of-tree
+// registry. A plugin runs only where the KubeSchedulerConfiguration enables it.
+func PluginOptions() []app.Option {
+	return []app.Option{}
+}
+
+// NewCommand returns kube-scheduler's command with Rota's plugins registered.
+func NewCommand() *cobra.Command {
+	cmd := app.NewSchedulerCommand(PluginOptions()...)
+	cmd.Use = "rota-scheduler"
+	cmd.Short = "kube-scheduler with Rota's GPU placement plugins"
+	return cmd
+}
