@@ -1,0 +1,77 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rota-dev/rota/pkg/scheduler"
+	"github.com/rota-dev/rota/test/integration/framework"
+)
+
+// schedulerBinary returns the rota scheduler built by `make build`
+// (ROTA_BIN_DIR), or builds one for this test when the variable is unset.
+func schedulerBinary(t *testing.T) string {
+	t.Helper()
+	if dir := os.Getenv("ROTA_BIN_DIR"); dir != "" {
+		bin := filepath.Join(dir, "scheduler")
+		if _, err := os.Stat(bin); err != nil {
+			t.Fatalf("ROTA_BIN_DIR=%s has no scheduler binary (run 'make build'): %v", dir, err)
+		}
+		return bin
+	}
+	bin := filepath.Join(t.TempDir(), "scheduler")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/scheduler")
+	cmd.Dir = framework.RepoRoot(t)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/scheduler: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func TestSchedulerBinaryBindsPod(t *testing.T) {
+	bin := schedulerBinary(t)
+
+	version, err := exec.Command(bin, "--version").CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s --version: %v\n%s", bin, err, version)
+	}
+	if !strings.Contains(string(version), "v1.37") {
+		t.Errorf("--version = %q, want the Kubernetes release it is built on", version)
+	}
+	if os.Getenv("ROTA_BIN_DIR") != "" && !strings.Contains(string(version), "+rota.") {
+		t.Errorf("--version = %q, want the Rota build after '+rota.' (set by the Makefile's ldflags)", version)
+	}
+
+	cp := framework.StartControlPlane(t)
+	gpuCluster(t, cp, "serving")
+	cp.StartClaimController(t)
+
+	var logs bytes.Buffer
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, bin, "--config", cp.SchedulerConfig(t), "--secure-port=0", "-v=2")
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	cmd.WaitDelay = 10 * time.Second
+	if err := cmd.Start(); err != nil {
+		cancel()
+		t.Fatalf("start %s: %v", bin, err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("scheduler output:\n%s", logs.String())
+		}
+	})
+
+	cp.Create(t, framework.GPUPod("serving", "llama", scheduler.ProfileName, "h100-else-a100"))
+	pod := cp.WaitForPodBound(t, "serving", "llama")
+	if pod.Spec.NodeName != "node-h100" {
+		t.Errorf("built scheduler bound the pod to %q, want node-h100", pod.Spec.NodeName)
+	}
+}
