@@ -1,0 +1,99 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/rota-dev/rota/pkg/scheduler"
+	"github.com/rota-dev/rota/test/integration/framework"
+)
+
+// taintsOf returns device name → taints in the node's slice.
+func taintsOf(s *resourceapi.ResourceSlice) map[string][]resourceapi.DeviceTaint {
+	out := map[string][]resourceapi.DeviceTaint{}
+	for _, d := range s.Spec.Devices {
+		if len(d.Taints) > 0 {
+			out[d.Name] = d.Taints
+		}
+	}
+	return out
+}
+
+// waitForTaints polls the slice until check accepts its taints and returns
+// how long that took.
+func (n *gpuNode) waitForTaints(t *testing.T, what string, check func(map[string][]resourceapi.DeviceTaint) bool) time.Duration {
+	t.Helper()
+	start := time.Now()
+	framework.WaitFor(t, what, func(ctx context.Context) (bool, string, error) {
+		s, err := n.slice(ctx)
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		taints := taintsOf(s)
+		return check(taints), fmt.Sprintf("taints %v", taints), nil
+	})
+	return time.Since(start)
+}
+
+func TestDriverFaultTaintsGPUAndSchedulerAvoidsIt(t *testing.T) {
+	ctx := context.Background()
+	cp := framework.StartControlPlane(t)
+	cp.Create(t, framework.DeviceClass(), framework.Namespace("ml"),
+		framework.TieredClaimTemplate("ml", "l4", framework.ModelTier("L4")))
+	n := startGPUNode(t, cp, "node-l4", "l4x2")
+	n.waitForTaints(t, "the slice without taints", func(m map[string][]resourceapi.DeviceTaint) bool { return len(m) == 0 })
+	cp.StartClaimController(t)
+	cp.StartScheduler(t)
+
+	// GPU 0 falls off the bus.
+	n.setFaults("0 79\n")
+	took := n.waitForTaints(t, "a NoSchedule taint on gpu-0", func(m map[string][]resourceapi.DeviceTaint) bool {
+		ts := m["gpu-0"]
+		return len(m) == 1 && len(ts) == 1 && ts[0].Key == "gpu.rota.dev/unhealthy" &&
+			ts[0].Effect == resourceapi.DeviceTaintEffectNoSchedule && ts[0].Value == "gpu-lost"
+	})
+	t.Logf("taint published %v after the fault", took)
+	if took > time.Second {
+		t.Errorf("taint took %v to appear, want under 1s", took)
+	}
+
+	// A new pod gets the healthy GPU.
+	cp.Create(t, framework.GPUPod("ml", "first", scheduler.ProfileName, "l4"))
+	pod := cp.WaitForPodBound(t, "ml", "first")
+	if got := cp.PodClaim(t, pod, "gpu").Status.Allocation.Devices.Results[0].Device; got != "gpu-1" {
+		t.Fatalf("first pod got %s, want the healthy gpu-1", got)
+	}
+	// The next one has only the tainted GPU left: it waits.
+	cp.Create(t, framework.GPUPod("ml", "second", scheduler.ProfileName, "l4"))
+	time.Sleep(time.Second)
+	second, err := cp.Client.CoreV1().Pods("ml").Get(ctx, "second", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.Spec.NodeName != "" {
+		t.Fatalf("second pod bound to %s while the only free GPU is tainted", second.Spec.NodeName)
+	}
+	for _, c := range second.Status.Conditions {
+		if c.Type == v1.PodScheduled {
+			t.Logf("second pod waits: %s: %s", c.Reason, c.Message)
+		}
+	}
+
+	// Recovery clears the taint and the waiting pod gets gpu-0.
+	n.setFaults("")
+	took = n.waitForTaints(t, "the taint to clear", func(m map[string][]resourceapi.DeviceTaint) bool { return len(m) == 0 })
+	t.Logf("taint cleared %v after recovery", took)
+	pod = cp.WaitForPodBound(t, "ml", "second")
+	if got := cp.PodClaim(t, pod, "gpu").Status.Allocation.Devices.Results[0].Device; got != "gpu-0" {
+		t.Errorf("second pod got %s after recovery, want gpu-0", got)
+	}
+	// Application XIDs (taint effect None) are covered by the health and
+	// resources unit tests: with --xid-hold-time disabled, as here, they clear
+	// on the next probe.
+}
