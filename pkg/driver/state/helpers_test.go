@@ -24,7 +24,7 @@ const node = "node-a"
 
 // env is one node's driver state on disk, restartable.
 type env struct {
-	t      *testing.T
+	t      testing.TB
 	dir    string
 	inv    gpu.Inventory
 	setter *timeslice.Recorder
@@ -32,7 +32,7 @@ type env struct {
 	hook   func(Step) error
 }
 
-func newEnv(t *testing.T, profile string) *env {
+func newEnv(t testing.TB, profile string) *env {
 	t.Helper()
 	m, err := gpu.NewMock(node, profile, testingclock.NewFakeClock(time.Unix(0, 0)))
 	if err != nil {
