@@ -10,6 +10,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -20,19 +21,26 @@ import (
 )
 
 func main() {
-	if err := run(os.Args[1:]); err != nil {
-		fmt.Fprintf(os.Stderr, "dra-kubelet-plugin: %v\n", err)
-		os.Exit(1)
-	}
+	os.Exit(realMain(os.Args[1:], os.Stderr))
 }
 
-func run(args []string) error {
+// realMain returns the exit status: 1 with one line on stderr for any error.
+func realMain(args []string, stderr io.Writer) int {
+	if err := run(args, stderr); err != nil {
+		fmt.Fprintf(stderr, "dra-kubelet-plugin: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+func run(args []string, stderr io.Writer) error {
 	discover := len(args) > 0 && args[0] == "discover"
 	if discover {
 		args = args[1:]
 	}
 	opts := app.DefaultOptions()
 	fs := flag.NewFlagSet("dra-kubelet-plugin", flag.ContinueOnError)
+	fs.SetOutput(stderr)
 	opts.AddFlags(fs)
 	klog.InitFlags(fs)
 	if err := fs.Parse(args); err != nil {
