@@ -7,6 +7,8 @@ package scheduler
 import (
 	"github.com/spf13/cobra"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
+
+	"github.com/rota-dev/rota/pkg/plugins/tiering"
 )
 
 // ProfileName is the schedulerName a pod sets to be placed by Rota.
@@ -15,7 +17,9 @@ const ProfileName = "rota-scheduler"
 // PluginOptions registers every Rota plugin with kube-scheduler's out-of-tree
 // registry. A plugin runs only where the KubeSchedulerConfiguration enables it.
 func PluginOptions() []app.Option {
-	return []app.Option{}
+	return []app.Option{
+		app.WithPlugin(tiering.Name, tiering.New),
+	}
 }
 
 // NewCommand returns kube-scheduler's command with Rota's plugins registered.

@@ -1,0 +1,196 @@
+package tiering
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/dynamicresources"
+)
+
+// Rejection reasons, per node and tier, as users read them.
+const (
+	reasonNoFreeDevice   = "no free device"
+	reasonConstraint     = "constraint not met"
+	reasonNodeRejected   = "node rejected"
+	reasonClaimUnmet     = "claim constraints not met together"
+	reasonTaintedPrefix  = "tainted "
+	metricReasonTainted  = "tainted"
+	metricReasonNodeFilt = "node_rejected"
+)
+
+// tierVerdict is the outcome of one tier on one node: "" when the tier's
+// devices are free there, else a reason.
+type tierVerdict struct {
+	reason string
+	metric string // bounded label for the rejections metric
+}
+
+// tierSummary aggregates one tier across all nodes.
+type tierSummary struct {
+	label     string // "tier 1/2 h100"
+	nodes     int
+	available int
+	reasons   map[string]int
+}
+
+// String renders e.g. `tier 1/2 h100: 0 of 12 nodes — 9 no free device, 3 tainted gpu.rota.dev/unhealthy`.
+func (t tierSummary) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %d of %d nodes", t.label, t.available, t.nodes)
+	if len(t.reasons) == 0 {
+		return b.String()
+	}
+	keys := make([]string, 0, len(t.reasons))
+	for k := range t.reasons {
+		keys = append(keys, k)
+	}
+	// Most frequent first, then by text, so the message is stable.
+	sort.Slice(keys, func(i, j int) bool {
+		if t.reasons[keys[i]] != t.reasons[keys[j]] {
+			return t.reasons[keys[i]] > t.reasons[keys[j]]
+		}
+		return keys[i] < keys[j]
+	})
+	b.WriteString(" — ")
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%d %s", t.reasons[k], k)
+	}
+	return b.String()
+}
+
+// PostFilter explains a failed attempt: for every tier of every tiered
+// request, on how many nodes its devices were free and why the other nodes
+// were rejected. It never nominates a node. The work is done only when the
+// pod could not be placed, so successful cycles pay nothing for it.
+// The message lands in the pod's PodScheduled condition and the
+// FailedScheduling event, so `kubectl describe pod` shows it.
+func (pl *Tiering) PostFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, statuses fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
+	s, err := getPreFilterState(cs)
+	if err != nil {
+		return nil, fwk.NewStatus(fwk.Unschedulable)
+	}
+	logger := klog.FromContext(ctx)
+	nodes, err := pl.handle.SnapshotSharedLister().NodeInfos().List()
+	if err != nil {
+		return nil, statusError(logger, fmt.Errorf("list nodes: %w", err))
+	}
+	inv, err := pl.snapshotInventory(ctx)
+	if err != nil {
+		return nil, statusError(logger, err)
+	}
+	var parts []string
+	for _, req := range s.requests {
+		for ti, tier := range req.tiers {
+			sum, err := pl.summarizeTier(ctx, inv, nodes, statuses, tier)
+			if err != nil {
+				return nil, statusError(logger, err)
+			}
+			sum.label = fmt.Sprintf("tier %d/%d %s", ti+1, len(req.tiers), tier.name)
+			if len(s.requests) > 1 {
+				sum.label = req.name + " " + sum.label
+			}
+			parts = append(parts, sum.String())
+		}
+	}
+	msg := fmt.Sprintf("%s (policy %s): %s", Name, pl.args.PolicyVersion, strings.Join(parts, "; "))
+	logger.V(3).Info("Tiered pod not placeable", "pod", klog.KObj(pod), "explanation", msg)
+	return nil, fwk.NewStatus(fwk.Unschedulable, msg)
+}
+
+func (pl *Tiering) summarizeTier(ctx context.Context, inv *inventory, nodes []fwk.NodeInfo, statuses fwk.NodeToStatusReader, tier tierChoice) (tierSummary, error) {
+	sum := tierSummary{nodes: len(nodes), reasons: map[string]int{}}
+	m, err := pl.matcherFor(tier)
+	if err != nil {
+		// A missing class rejects the tier on every node alike.
+		sum.reasons[fmt.Sprintf("%s (device class %s not found)", reasonConstraint, tier.className)] = len(nodes)
+		pl.metrics.rejections.WithLabelValues("constraint").Add(float64(len(nodes)))
+		return sum, nil //nolint:nilerr // reported in the message
+	}
+	for _, ni := range nodes {
+		v, err := pl.judgeTier(ctx, inv, ni.Node().Name, tier, m)
+		if err != nil {
+			return sum, err
+		}
+		if v.reason == "" {
+			st := statuses.Get(ni.Node().Name)
+			switch {
+			case st == nil || st.IsSuccess():
+				sum.available++
+				continue
+			case st.Plugin() == dynamicresources.Name:
+				v = tierVerdict{reason: reasonClaimUnmet, metric: "constraint"}
+			default:
+				v = tierVerdict{reason: fmt.Sprintf("%s by %s", reasonNodeRejected, st.Plugin()), metric: metricReasonNodeFilt}
+			}
+		}
+		sum.reasons[v.reason]++
+		pl.metrics.rejections.WithLabelValues(v.metric).Inc()
+	}
+	return sum, nil
+}
+
+// judgeTier decides whether the node has enough free, untainted devices
+// for the tier, and if not, the reason that explains most of the gap.
+func (pl *Tiering) judgeTier(ctx context.Context, inv *inventory, node string, tier tierChoice, m *matcher) (tierVerdict, error) {
+	var matching, free, tainted int
+	var taintKey, failing string
+	for _, nd := range inv.byNode[node] {
+		f, err := m.firstFailing(ctx, nd.id.Driver.String(), nd.device)
+		if err != nil {
+			return tierVerdict{}, err
+		}
+		if f != "" {
+			if failing == "" {
+				failing = f
+			}
+			continue
+		}
+		matching++
+		if t := blockingTaint(nd.device, tier.tolerates); t != nil {
+			tainted++
+			if taintKey == "" {
+				taintKey = t.Key
+			}
+			continue
+		}
+		if !inv.allocated.Has(nd.id) {
+			free++
+		}
+	}
+	need := int(tier.count)
+	if tier.allMode {
+		need = matching
+	}
+	switch {
+	case matching == 0 && failing == "":
+		return tierVerdict{reason: reasonNoFreeDevice + " (no devices published)", metric: "no_free_device"}, nil
+	case matching == 0:
+		return tierVerdict{reason: fmt.Sprintf("%s: %s", reasonConstraint, failing), metric: "constraint"}, nil
+	case free >= need && (!tier.allMode || tainted == 0):
+		return tierVerdict{}, nil
+	case tainted > 0 && free+tainted >= need:
+		return tierVerdict{reason: reasonTaintedPrefix + taintKey, metric: metricReasonTainted}, nil
+	default:
+		return tierVerdict{reason: reasonNoFreeDevice, metric: "no_free_device"}, nil
+	}
+}
+
+// statusError logs where an internal error came from and wraps it.
+func statusError(logger klog.Logger, err error, kv ...any) *fwk.Status {
+	logger.WithCallDepth(1).Error(err, "Tiering failed", kv...)
+	return fwk.AsStatus(err)
+}
+
+// statusUnschedulable logs where a rejection came from and returns it.
+func statusUnschedulable(logger klog.Logger, reason string, kv ...any) *fwk.Status {
+	logger.WithCallDepth(1).V(3).Info("Tiering rejected the pod", append([]any{"reason", reason}, kv...)...)
+	return fwk.NewStatus(fwk.Unschedulable, reason)
+}

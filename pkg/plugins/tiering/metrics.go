@@ -1,0 +1,65 @@
+package tiering
+
+import (
+	"sync"
+
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
+)
+
+const metricsSubsystem = "rota_tiering"
+
+// pluginMetrics are Tiering's Prometheus metrics, served on the
+// scheduler's /metrics endpoint through component-base's legacy registry.
+type pluginMetrics struct {
+	placements      *metrics.CounterVec
+	rejections      *metrics.CounterVec
+	healthRechecks  *metrics.CounterVec
+	timeToPlacement *metrics.Histogram
+}
+
+// newMetrics builds an unregistered set; tests use it directly.
+func newMetrics() *pluginMetrics {
+	return &pluginMetrics{
+		placements: metrics.NewCounterVec(&metrics.CounterOpts{
+			Subsystem:      metricsSubsystem,
+			Name:           "placements_total",
+			Help:           "Pods placed with tiered claims, by 1-based tier, granted device model and namespace. The fallback ratio is the share with tier > 1.",
+			StabilityLevel: metrics.ALPHA,
+		}, []string{"tier", "model", "namespace"}),
+		rejections: metrics.NewCounterVec(&metrics.CounterOpts{
+			Subsystem:      metricsSubsystem,
+			Name:           "rejections_total",
+			Help:           "Node and tier rejections explained for pods that could not be placed, by reason.",
+			StabilityLevel: metrics.ALPHA,
+		}, []string{"reason"}),
+		healthRechecks: metrics.NewCounterVec(&metrics.CounterOpts{
+			Subsystem:      metricsSubsystem,
+			Name:           "health_rechecks_total",
+			Help:           "Re-checks of granted devices at Reserve and PreBind, by result (ok, tainted, gone).",
+			StabilityLevel: metrics.ALPHA,
+		}, []string{"result"}),
+		timeToPlacement: metrics.NewHistogram(&metrics.HistogramOpts{
+			Subsystem:      metricsSubsystem,
+			Name:           "time_to_placement_seconds",
+			Help:           "Time from pod creation to the binding of a pod with tiered claims.",
+			Buckets:        metrics.ExponentialBuckets(0.01, 2, 16),
+			StabilityLevel: metrics.ALPHA,
+		}),
+	}
+}
+
+var (
+	registerOnce sync.Once
+	registered   *pluginMetrics
+)
+
+// registerMetrics registers the metrics once per process: every profile
+// (and every scheduler a test starts) shares them, as Prometheus requires.
+func registerMetrics() *pluginMetrics {
+	registerOnce.Do(func() {
+		registered = newMetrics()
+		legacyregistry.MustRegister(registered.placements, registered.rejections, registered.healthRechecks, registered.timeToPlacement)
+	})
+	return registered
+}

@@ -1,0 +1,231 @@
+package tiering
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/dynamic-resource-allocation/structured"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+)
+
+// grantedDevice is one device DynamicResources allocated for a tiered request.
+type grantedDevice struct {
+	id       structured.DeviceID
+	request  string // "<request>/<subrequest>"
+	tier     int    // 0-based
+	tiers    int
+	tierName string // subrequest name
+	model    string // the device's model attribute, if it has one
+	uuid     string
+}
+
+// placement is what Reserve learned from DynamicResources' allocation. It
+// is written once and never changed, so Clone may share it.
+type placement struct {
+	node    string
+	devices []grantedDevice
+}
+
+func (p *placement) Clone() fwk.StateData { return p }
+
+func getPlacement(cs fwk.CycleState) (*placement, error) {
+	data, err := cs.Read(reserveStateKey)
+	if err != nil {
+		return nil, fmt.Errorf("reading %q from cycle state (did Reserve run?): %w", reserveStateKey, err)
+	}
+	p, ok := data.(*placement)
+	if !ok {
+		return nil, fmt.Errorf("%q in cycle state has type %T, want *placement", reserveStateKey, data)
+	}
+	return p, nil
+}
+
+// Reserve runs after DynamicResources' Reserve, reads the devices it chose
+// (its pending allocation in the shared DRA manager) and re-checks them: a
+// device that turned unhealthy (tainted) or vanished since Filter rejects
+// the node for this cycle rather than binding the pod to a bad GPU.
+func (pl *Tiering) Reserve(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodeName string) *fwk.Status {
+	s, err := getPreFilterState(cs)
+	if err != nil {
+		return nil // not a tiered pod
+	}
+	logger := klog.FromContext(ctx)
+	p := &placement{node: nodeName}
+	for _, claim := range s.claims {
+		alloc := pl.dra.ResourceClaims().GetPendingAllocation(claim.UID)
+		if alloc == nil {
+			continue
+		}
+		for _, res := range alloc.Devices.Results {
+			req, ti, ok := requestTier(s, claim, res.Request)
+			if !ok {
+				continue
+			}
+			p.devices = append(p.devices, grantedDevice{
+				id:       structured.MakeDeviceID(res.Driver, res.Pool, res.Device),
+				request:  res.Request,
+				tier:     ti,
+				tiers:    len(req.tiers),
+				tierName: req.tiers[ti].name,
+			})
+		}
+	}
+	if st := pl.recheck(ctx, pod, s, p); st != nil {
+		return st
+	}
+	cs.Write(reserveStateKey, p)
+	logger.V(4).Info("Tiered devices reserved", "pod", klog.KObj(pod), "node", nodeName, "devices", len(p.devices))
+	return nil
+}
+
+// Unreserve has nothing to undo: Tiering changes nothing in Reserve.
+func (pl *Tiering) Unreserve(context.Context, fwk.CycleState, *v1.Pod, string) {}
+
+// recheck looks the granted devices up in the current slices (with
+// DeviceTaintRules applied) and fills in their UUID and model.
+func (pl *Tiering) recheck(ctx context.Context, pod *v1.Pod, s *preFilterState, p *placement) *fwk.Status {
+	logger := klog.FromContext(ctx)
+	slices, err := pl.dra.ResourceSlices().ListWithDeviceTaintRules()
+	if err != nil {
+		return statusError(logger, fmt.Errorf("list ResourceSlices: %w", err))
+	}
+	devices := map[structured.DeviceID]*resourceapi.Device{}
+	for _, slice := range slices {
+		for i := range slice.Spec.Devices {
+			d := &slice.Spec.Devices[i]
+			devices[structured.MakeDeviceID(slice.Spec.Driver, slice.Spec.Pool.Name, d.Name)] = d
+		}
+	}
+	for i := range p.devices {
+		g := &p.devices[i]
+		d, ok := devices[g.id]
+		if !ok {
+			pl.metrics.healthRechecks.WithLabelValues("gone").Inc()
+			return statusUnschedulable(logger, fmt.Sprintf("device %s on node %s disappeared before binding", g.id, p.node), "pod", klog.KObj(pod))
+		}
+		var tol []resourceapi.DeviceToleration
+		if req, ti, ok := requestTierByRef(s, g.request); ok {
+			tol = req.tiers[ti].tolerates
+		}
+		if t := blockingTaint(d, tol); t != nil {
+			pl.metrics.healthRechecks.WithLabelValues("tainted").Inc()
+			return statusUnschedulable(logger, fmt.Sprintf("device %s on node %s turned unhealthy before binding (taint %s)", g.id, p.node, t.Key), "pod", klog.KObj(pod))
+		}
+		g.uuid = stringAttribute(d, g.id.Driver.String(), "uuid")
+		g.model = stringAttribute(d, g.id.Driver.String(), "model")
+	}
+	pl.metrics.healthRechecks.WithLabelValues("ok").Inc()
+	return nil
+}
+
+func requestTierByRef(s *preFilterState, ref string) (*tieredRequest, int, bool) {
+	for i := range s.requests {
+		r := &s.requests[i]
+		for ti, t := range r.tiers {
+			if r.name+"/"+t.name == ref {
+				return r, ti, true
+			}
+		}
+	}
+	return nil, 0, false
+}
+
+// stringAttribute reads an attribute by its bare or driver-qualified name.
+func stringAttribute(d *resourceapi.Device, driver, name string) string {
+	for _, key := range []resourceapi.QualifiedName{resourceapi.QualifiedName(name), resourceapi.QualifiedName(driver + "/" + name)} {
+		if a, ok := d.Attributes[key]; ok && a.StringValue != nil {
+			return *a.StringValue
+		}
+	}
+	return ""
+}
+
+// PreBindPreFlight asks for PreBind only for tiered pods.
+func (pl *Tiering) PreBindPreFlight(_ context.Context, cs fwk.CycleState, _ *v1.Pod, _ string) (*fwk.PreBindPreFlightResult, *fwk.Status) {
+	if _, err := getPlacement(cs); err != nil {
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
+	return &fwk.PreBindPreFlightResult{AllowParallel: false}, nil
+}
+
+// PreBind re-checks device health once more: binding may wait (Permit,
+// device binding conditions) and a GPU can fail in between.
+func (pl *Tiering) PreBind(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, _ string) *fwk.Status {
+	p, err := getPlacement(cs)
+	if err != nil {
+		return nil
+	}
+	s, err := getPreFilterState(cs)
+	if err != nil {
+		return statusError(klog.FromContext(ctx), err)
+	}
+	return pl.recheck(ctx, pod, s, p)
+}
+
+// PostBind explains the placement: an Event and the rota.dev/tier
+// annotation on the pod, and the placement metrics. It runs after the
+// binding, so a failed write here never costs the pod its placement.
+func (pl *Tiering) PostBind(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodeName string) {
+	p, err := getPlacement(cs)
+	if err != nil || len(p.devices) == 0 {
+		return
+	}
+	logger := klog.FromContext(ctx)
+	tier, note := explainPlacement(p, pl.args.PolicyVersion)
+	pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeNormal, "TieredPlacement", "Scheduling", "%s", note)
+	for _, g := range p.devices {
+		pl.metrics.placements.WithLabelValues(fmt.Sprint(g.tier+1), g.model, pod.Namespace).Inc()
+	}
+	pl.metrics.timeToPlacement.Observe(time.Since(pod.CreationTimestamp.Time).Seconds())
+
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{TierAnnotation: tier}}})
+	if err == nil {
+		_, err = pl.handle.ClientSet().CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	}
+	if err != nil {
+		logger.Error(err, "Could not annotate pod with its tier", "pod", klog.KObj(pod), "node", nodeName)
+	}
+}
+
+// explainPlacement returns the annotation value ("1/3: H100") and the
+// event note for a placement. With several tiered requests the parts are
+// joined with "; ".
+func explainPlacement(p *placement, policyVersion string) (tier, note string) {
+	var tiers, devices []string
+	for _, g := range p.devices {
+		label := g.model
+		if label == "" {
+			label = g.tierName
+		}
+		tiers = append(tiers, fmt.Sprintf("%d/%d: %s", g.tier+1, g.tiers, label))
+		uuid := g.uuid
+		if uuid == "" {
+			uuid = "unknown UUID"
+		}
+		devices = append(devices, fmt.Sprintf("tier %d/%d: %s (request %s), device %s/%s %s",
+			g.tier+1, g.tiers, label, g.request, g.id.Pool, g.id.Device, uuid))
+	}
+	tier = strings.Join(dedupe(tiers), "; ")
+	note = fmt.Sprintf("Placed on node %s: %s; policy %s", p.node, strings.Join(devices, "; "), policyVersion)
+	return tier, note
+}
+
+func dedupe(in []string) []string {
+	out := in[:0:0]
+	seen := map[string]bool{}
+	for _, s := range in {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}

@@ -1,0 +1,221 @@
+package tiering
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/dynamic-resource-allocation/structured"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+)
+
+// nodeRank is what Tiering knows about one feasible node. Nodes are ordered
+// by tier, then fit, then name; that order is the whole placement contract.
+type nodeRank struct {
+	Node string
+	// Tier is the sum over the pod's tiered requests of the index of the
+	// subrequest the allocator picks on this node (0 = every request gets
+	// its first choice). Lower is better.
+	Tier int
+	// Stranded counts the free, untainted devices on the node that match
+	// the chosen subrequests and stay unused after this placement. Lower
+	// is better: filling a partly used node keeps whole nodes free.
+	Stranded int
+	// Feasible is false when the allocator found no allocation here.
+	Feasible bool
+}
+
+// less is the documented total order: feasible before infeasible, lower
+// tier, fewer stranded devices, then node name. Node names are unique, so
+// no two nodes compare equal.
+func less(a, b nodeRank) int {
+	if a.Feasible != b.Feasible {
+		if a.Feasible {
+			return -1
+		}
+		return 1
+	}
+	return cmp.Or(
+		cmp.Compare(a.Tier, b.Tier),
+		cmp.Compare(a.Stranded, b.Stranded),
+		strings.Compare(a.Node, b.Node),
+	)
+}
+
+// rankScores orders the nodes and gives each a distinct score for the first
+// fwk.MaxNodeScore+1 positions: MaxNodeScore for the best node, one less
+// for each next one, 0 from position 101 on. Only the best node's score
+// has to be unique, because the profile weights Tiering above the sum of
+// every other scorer's maximum: the node ranked first always has the
+// highest total, so selectHost's random choice among equal totals never
+// decides a tiered pod's node.
+func rankScores(ranks []nodeRank) map[string]int64 {
+	sorted := slices.Clone(ranks)
+	slices.SortFunc(sorted, less)
+	scores := make(map[string]int64, len(sorted))
+	for i, r := range sorted {
+		scores[r.Node] = max(fwk.MaxNodeScore-int64(i), fwk.MinNodeScore)
+	}
+	return scores
+}
+
+// preScoreState holds the score of every feasible node. Written once in
+// PreScore and only read afterwards, so Clone may share it.
+type preScoreState struct {
+	scores map[string]int64
+	ranks  map[string]nodeRank
+}
+
+func (s *preScoreState) Clone() fwk.StateData { return s }
+
+func getPreScoreState(cs fwk.CycleState) (*preScoreState, error) {
+	data, err := cs.Read(preScoreStateKey)
+	if err != nil {
+		return nil, fmt.Errorf("reading %q from cycle state (did PreScore run?): %w", preScoreStateKey, err)
+	}
+	s, ok := data.(*preScoreState)
+	if !ok {
+		return nil, fmt.Errorf("%q in cycle state has type %T, want *preScoreState", preScoreStateKey, data)
+	}
+	return s, nil
+}
+
+// PreScore ranks every feasible node once. It asks the structured
+// allocator, built from the shared DRA manager exactly as DynamicResources
+// builds it, which devices the node would get: the allocator walks
+// firstAvailable in order, so its answer names the best tier the node's
+// free, untainted devices satisfy under every selector and constraint.
+func (pl *Tiering) PreScore(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) *fwk.Status {
+	s, err := getPreFilterState(cs)
+	if err != nil {
+		return fwk.NewStatus(fwk.Skip)
+	}
+	logger := klog.FromContext(ctx)
+	inv, err := pl.snapshotInventory(ctx)
+	if err != nil {
+		return statusError(logger, err)
+	}
+	allocator, err := structured.NewAllocator(ctx, pl.features, inv.state, pl.dra.DeviceClasses(), inv.slices, pl.celCache)
+	if err != nil {
+		return statusError(logger, fmt.Errorf("create allocator: %w", err))
+	}
+	ranks := make([]nodeRank, len(nodes))
+	errs := make([]error, len(nodes))
+	var matchers sync.Map // subrequest ref -> *matcher, shared by the workers
+	pl.handle.Parallelizer().Until(ctx, len(nodes), func(i int) {
+		ranks[i], errs[i] = pl.rankNode(ctx, s, inv, allocator, nodes[i].Node(), &matchers)
+	}, Name)
+	for _, err := range errs {
+		if err != nil {
+			return statusError(logger, err, "pod", klog.KObj(pod))
+		}
+	}
+	state := &preScoreState{scores: rankScores(ranks), ranks: make(map[string]nodeRank, len(ranks))}
+	for _, r := range ranks {
+		state.ranks[r.Node] = r
+	}
+	cs.Write(preScoreStateKey, state)
+	return nil
+}
+
+// rankNode computes one node's rank. It is safe for concurrent use.
+func (pl *Tiering) rankNode(ctx context.Context, s *preFilterState, inv *inventory, allocator structured.Allocator, node *v1.Node, matchers *sync.Map) (nodeRank, error) {
+	r := nodeRank{Node: node.Name}
+	results, err := allocator.Allocate(ctx, node, s.claims)
+	if err != nil || len(results) != len(s.claims) {
+		// DynamicResources' Filter decides feasibility and reports errors;
+		// here such a node merely ranks last.
+		return r, nil //nolint:nilerr // ranked last, reported by DynamicResources
+	}
+	r.Feasible = true
+	for ci, claim := range s.claims {
+		used := map[string]int{} // subrequest ref -> devices granted
+		for _, res := range results[ci].Devices.Results {
+			used[res.Request]++
+		}
+		for _, req := range s.requests {
+			if req.claim != claim {
+				continue
+			}
+			for ti, tier := range req.tiers {
+				ref := req.name + "/" + tier.name
+				n, ok := used[ref]
+				if !ok {
+					continue
+				}
+				r.Tier += ti
+				free, err := pl.freeMatching(ctx, inv, node.Name, ref, tier, matchers)
+				if err != nil {
+					return r, err
+				}
+				r.Stranded += max(free-n, 0)
+			}
+		}
+	}
+	return r, nil
+}
+
+// freeMatching counts the node's unallocated, untainted devices that a
+// tier's class and selectors accept.
+func (pl *Tiering) freeMatching(ctx context.Context, inv *inventory, node, ref string, tier tierChoice, matchers *sync.Map) (int, error) {
+	var m *matcher
+	if v, ok := matchers.Load(ref); ok {
+		m = v.(*matcher)
+	} else {
+		nm, err := pl.matcherFor(tier)
+		if err != nil {
+			return 0, err
+		}
+		v, _ = matchers.LoadOrStore(ref, nm)
+		m = v.(*matcher)
+	}
+	free := 0
+	for _, nd := range inv.byNode[node] {
+		if inv.allocated.Has(nd.id) || blockingTaint(nd.device, tier.tolerates) != nil {
+			continue
+		}
+		failing, err := m.firstFailing(ctx, nd.id.Driver.String(), nd.device)
+		if err != nil {
+			return 0, err
+		}
+		if failing == "" {
+			free++
+		}
+	}
+	return free, nil
+}
+
+// Score returns the score PreScore computed for the node.
+func (pl *Tiering) Score(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
+	s, err := getPreScoreState(cs)
+	if err != nil {
+		return 0, statusError(klog.FromContext(ctx), err)
+	}
+	return s.scores[nodeInfo.Node().Name], nil
+}
+
+// ScoreExtensions implements fwk.ScorePlugin; scores are already in range.
+func (pl *Tiering) ScoreExtensions() fwk.ScoreExtensions { return nil }
+
+// requestTier returns the tier index and count of a "<request>/<sub>"
+// result reference within the pod's tiered requests.
+func requestTier(s *preFilterState, claim *resourceapi.ResourceClaim, ref string) (req *tieredRequest, index int, ok bool) {
+	for i := range s.requests {
+		r := &s.requests[i]
+		if r.claim.UID != claim.UID {
+			continue
+		}
+		for ti, t := range r.tiers {
+			if r.name+"/"+t.name == ref {
+				return r, ti, true
+			}
+		}
+	}
+	return nil, 0, false
+}

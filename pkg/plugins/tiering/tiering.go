@@ -1,0 +1,216 @@
+// Package tiering implements Rota's Tiering scheduler plugin: strict
+// best-tier placement for ResourceClaims whose requests list alternatives
+// with firstAvailable, deterministic tie-breaks, and explained decisions.
+//
+// Tiering never allocates devices itself. The in-tree DynamicResources plugin
+// filters nodes and allocates; Tiering runs the same structured allocator on
+// the same shared DRA state to learn which tier each feasible node would get,
+// ranks the nodes, re-checks device health before binding, and explains the
+// outcome on the pod.
+package tiering
+
+import (
+	"context"
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/dynamic-resource-allocation/cel"
+	"k8s.io/dynamic-resource-allocation/resourceclaim"
+	"k8s.io/dynamic-resource-allocation/structured"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/features"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/dynamicresources"
+	plfeature "k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
+
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+)
+
+// Name is the plugin's name in KubeSchedulerConfiguration.
+const Name = "Tiering"
+
+var (
+	_ fwk.PreFilterPlugin   = &Tiering{}
+	_ fwk.PreScorePlugin    = &Tiering{}
+	_ fwk.ScorePlugin       = &Tiering{}
+	_ fwk.PostFilterPlugin  = &Tiering{}
+	_ fwk.ReservePlugin     = &Tiering{}
+	_ fwk.PreBindPlugin     = &Tiering{}
+	_ fwk.PostBindPlugin    = &Tiering{}
+	_ fwk.EnqueueExtensions = &Tiering{}
+	_ fwk.SignPlugin        = &Tiering{}
+)
+
+const (
+	preFilterStateKey fwk.StateKey = "PreFilter" + Name
+	preScoreStateKey  fwk.StateKey = "PreScore" + Name
+	reserveStateKey   fwk.StateKey = "Reserve" + Name
+)
+
+// TierAnnotation records on the pod the tier its devices were granted at.
+const TierAnnotation = "rota.dev/tier"
+
+// Tiering is the plugin. It holds no per-pod state: everything a scheduling
+// cycle learns lives in that cycle's CycleState.
+type Tiering struct {
+	handle     fwk.Handle
+	args       *TieringArgs
+	dra        fwk.SharedDRAManager
+	features   structured.Features
+	celCache   *cel.Cache
+	metrics    *pluginMetrics
+	celOptions cel.Features
+}
+
+// New builds the plugin from the profile's args.
+func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+	args, err := decodeArgs(obj)
+	if err != nil {
+		return nil, err
+	}
+	dra := h.SharedDRAManager()
+	if dra == nil {
+		return nil, fmt.Errorf("%s needs the scheduler's shared DRA manager (DynamicResourceAllocation disabled?)", Name)
+	}
+	// Tiering must predict exactly what DynamicResources will allocate, so
+	// it runs the allocator with the same feature set the scheduler derives
+	// for DynamicResources from the process's gates.
+	fts := plfeature.NewSchedulerFeaturesFromGates(utilfeature.DefaultFeatureGate)
+	if !utilfeature.DefaultFeatureGate.Enabled(features.DynamicResourceAllocation) {
+		return nil, fmt.Errorf("%s needs the DynamicResourceAllocation feature", Name)
+	}
+	celFeatures := cel.Features{
+		EnableConsumableCapacity: fts.EnableDRAConsumableCapacity,
+		EnableListTypeAttributes: fts.EnableDRAListTypeAttributes,
+	}
+	klog.FromContext(ctx).V(2).Info("Tiering plugin configured", "policyVersion", args.PolicyVersion)
+	return &Tiering{
+		handle:     h,
+		args:       args,
+		dra:        dra,
+		features:   dynamicresources.AllocatorFeatures(fts),
+		celCache:   cel.NewCache(32, celFeatures),
+		celOptions: celFeatures,
+		metrics:    registerMetrics(),
+	}, nil
+}
+
+// Name implements fwk.Plugin.
+func (pl *Tiering) Name() string { return Name }
+
+// tierChoice is one subrequest of a firstAvailable list.
+type tierChoice struct {
+	name      string
+	className string
+	selectors []string
+	count     int64
+	allMode   bool
+	tolerates []resourceapi.DeviceToleration
+}
+
+// tieredRequest is one request of one of the pod's claims that lists
+// alternatives; index in tiers is the tier rank (0 = most preferred).
+type tieredRequest struct {
+	claim *resourceapi.ResourceClaim
+	name  string
+	tiers []tierChoice
+}
+
+// preFilterState is what PreFilter learns about the pod: the claims that
+// still need an allocation and their tiered requests. It never changes
+// after PreFilter, so Clone may share it.
+type preFilterState struct {
+	claims   []*resourceapi.ResourceClaim
+	requests []tieredRequest
+}
+
+func (s *preFilterState) Clone() fwk.StateData { return s }
+
+func getPreFilterState(cs fwk.CycleState) (*preFilterState, error) {
+	data, err := cs.Read(preFilterStateKey)
+	if err != nil {
+		return nil, fmt.Errorf("reading %q from cycle state (did PreFilter run?): %w", preFilterStateKey, err)
+	}
+	s, ok := data.(*preFilterState)
+	if !ok {
+		return nil, fmt.Errorf("%q in cycle state has type %T, want *preFilterState", preFilterStateKey, data)
+	}
+	return s, nil
+}
+
+// PreFilter collects the pod's unallocated claims with firstAvailable
+// requests. Pods without such claims are not Tiering's business: Skip.
+// Missing claims are left to DynamicResources, which rejects the pod.
+func (pl *Tiering) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	if len(pod.Spec.ResourceClaims) == 0 {
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
+	s := &preFilterState{}
+	for i := range pod.Spec.ResourceClaims {
+		name, _, err := resourceclaim.Name(pod, &pod.Spec.ResourceClaims[i])
+		if err != nil || name == nil {
+			return nil, fwk.NewStatus(fwk.Skip)
+		}
+		claim, err := pl.dra.ResourceClaims().Get(pod.Namespace, *name)
+		if err != nil {
+			return nil, fwk.NewStatus(fwk.Skip)
+		}
+		if claim.Status.Allocation != nil {
+			continue
+		}
+		s.claims = append(s.claims, claim)
+		s.requests = append(s.requests, tieredRequestsOf(claim)...)
+	}
+	if len(s.requests) == 0 {
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
+	klog.FromContext(ctx).V(5).Info("Tiered claims", "pod", klog.KObj(pod), "claims", klog.KObjSlice(s.claims))
+	cs.Write(preFilterStateKey, s)
+	return nil, nil
+}
+
+// PreFilterExtensions implements fwk.PreFilterPlugin; the state does not
+// depend on other pods.
+func (pl *Tiering) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
+
+func tieredRequestsOf(claim *resourceapi.ResourceClaim) []tieredRequest {
+	var out []tieredRequest
+	for _, req := range claim.Spec.Devices.Requests {
+		if len(req.FirstAvailable) == 0 {
+			continue
+		}
+		r := tieredRequest{claim: claim, name: req.Name}
+		for _, sub := range req.FirstAvailable {
+			t := tierChoice{
+				name:      sub.Name,
+				className: sub.DeviceClassName,
+				count:     sub.Count,
+				allMode:   sub.AllocationMode == resourceapi.DeviceAllocationModeAll,
+				tolerates: sub.Tolerations,
+			}
+			if t.count == 0 {
+				t.count = 1
+			}
+			for _, sel := range sub.Selectors {
+				if sel.CEL != nil {
+					t.selectors = append(t.selectors, sel.CEL.Expression)
+				}
+			}
+			r.tiers = append(r.tiers, t)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// SignPod refuses opportunistic batching for pods with claims: two pods
+// with the same template still compete for individual devices, so one
+// pod's result says nothing about the next. Pods without claims sign freely.
+func (pl *Tiering) SignPod(_ context.Context, pod *v1.Pod) ([]fwk.SignFragment, *fwk.Status) {
+	if len(pod.Spec.ResourceClaims) > 0 {
+		return nil, fwk.NewStatus(fwk.Unschedulable, "pods with tiered resource claims are not signable")
+	}
+	return nil, nil
+}
