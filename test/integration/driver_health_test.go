@@ -3,12 +3,14 @@ package integration
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	drahealth "k8s.io/kubelet/pkg/apis/dra-health/v1"
 
 	"github.com/rota-dev/rota/pkg/scheduler"
 	"github.com/rota-dev/rota/test/integration/framework"
@@ -96,4 +98,62 @@ func TestDriverFaultTaintsGPUAndSchedulerAvoidsIt(t *testing.T) {
 	// Application XIDs (taint effect None) are covered by the health and
 	// resources unit tests: with --xid-hold-time disabled, as here, they clear
 	// on the next probe.
+}
+
+// TestDriverHealthStreamAndTaintsWithoutScheduler checks the two health
+// outputs on their own: the kubelet's health stream over the plugin's socket
+// and the taint in the slice, for a fault and its recovery.
+func TestDriverHealthStreamAndTaintsWithoutScheduler(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cp := framework.StartControlPlane(t)
+	n := startGPUNode(t, cp, "node-health", "l4x2")
+	n.waitForTaints(t, "the slice without taints", func(m map[string][]resourceapi.DeviceTaint) bool { return len(m) == 0 })
+
+	client := drahealth.NewDRAResourceHealthClient(n.dial(filepath.Join(n.opts.PluginDataDir, "dra.sock")))
+	stream, err := client.NodeWatchResources(ctx, &drahealth.NodeWatchResourcesRequest{})
+	if err != nil {
+		t.Fatalf("NodeWatchResources: %v", err)
+	}
+	// next returns the health of gpu-1 in the next report.
+	next := func() drahealth.HealthStatus {
+		t.Helper()
+		resp, err := stream.Recv()
+		if err != nil {
+			t.Fatalf("health stream: %v", err)
+		}
+		for _, d := range resp.Devices {
+			if d.Device.GetPoolName() == "node-health" && d.Device.GetDeviceName() == "gpu-1" {
+				return d.Health
+			}
+		}
+		t.Fatalf("report without gpu-1: %v", resp)
+		return 0
+	}
+	if h := next(); h != drahealth.HealthStatus_HEALTHY {
+		t.Fatalf("initial gpu-1 health %v", h)
+	}
+
+	n.setFaults("1 79\n")
+	took := n.waitForTaints(t, "a NoSchedule taint on gpu-1", func(m map[string][]resourceapi.DeviceTaint) bool {
+		return len(m["gpu-1"]) == 1 && m["gpu-1"][0].Effect == resourceapi.DeviceTaintEffectNoSchedule
+	})
+	if took > time.Second {
+		t.Errorf("taint took %v, want under 1s", took)
+	}
+	waitHealth(t, next, drahealth.HealthStatus_UNHEALTHY)
+
+	n.setFaults("")
+	n.waitForTaints(t, "the taint to clear", func(m map[string][]resourceapi.DeviceTaint) bool { return len(m) == 0 })
+	waitHealth(t, next, drahealth.HealthStatus_HEALTHY)
+}
+
+// waitHealth reads reports until one says want; the stream's context bounds it.
+func waitHealth(t *testing.T, next func() drahealth.HealthStatus, want drahealth.HealthStatus) {
+	t.Helper()
+	for {
+		if next() == want {
+			return
+		}
+	}
 }
