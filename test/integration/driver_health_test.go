@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -81,10 +82,15 @@ func TestDriverFaultTaintsGPUAndSchedulerAvoidsIt(t *testing.T) {
 	if second.Spec.NodeName != "" {
 		t.Fatalf("second pod bound to %s while the only free GPU is tainted", second.Spec.NodeName)
 	}
+	waiting := ""
 	for _, c := range second.Status.Conditions {
 		if c.Type == v1.PodScheduled {
-			t.Logf("second pod waits: %s: %s", c.Reason, c.Message)
+			waiting = c.Reason + ": " + c.Message
 		}
+	}
+	t.Logf("second pod waits: %s", waiting)
+	if !strings.Contains(waiting, "gpu.rota.dev/unhealthy") {
+		t.Errorf("the waiting pod's condition does not name the taint: %q", waiting)
 	}
 
 	// Recovery clears the taint and the waiting pod gets gpu-0.
