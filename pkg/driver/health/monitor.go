@@ -105,7 +105,7 @@ func (m *Monitor) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	defer es.Free()
+	defer func() { _ = es.Free() }()
 	m.evaluateAll(ctx)
 
 	var wg sync.WaitGroup

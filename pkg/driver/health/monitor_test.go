@@ -105,7 +105,9 @@ func TestSubscribeNotifiesOnChange(t *testing.T) {
 	}
 	cancel()
 	clk.Step(time.Second)
-	<-done
+	if err := <-done; err != nil {
+		t.Error(err)
+	}
 }
 
 func waitUntil(t *testing.T, cond func() bool) {

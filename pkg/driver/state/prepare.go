@@ -70,7 +70,7 @@ func (s *State) prepare(ctx context.Context, claim *resourceapi.ResourceClaim, d
 	s.cp.Claims[uid] = c
 	changing := map[string]string{}
 	for _, d := range devices {
-		if have := s.cp.TimeSlices[d.UUID]; have != d.TimeSlice && !(have == "" && d.TimeSlice == "Default") {
+		if s.currentTimeSlice(d.UUID) != d.TimeSlice {
 			changing[d.UUID] = d.TimeSlice
 			s.cp.TimeSlices[d.UUID] = unknownTimeSlice
 		}

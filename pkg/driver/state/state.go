@@ -124,12 +124,18 @@ func (s *State) Claims() map[string]checkpoint.Claim {
 	return out
 }
 
+// currentTimeSlice is the interval the GPU runs with as far as the checkpoint
+// knows: Default when nothing is recorded, Unknown while a change is in flight.
+func (s *State) currentTimeSlice(uuid string) string {
+	if have := s.cp.TimeSlices[uuid]; have != "" {
+		return have
+	}
+	return string(config.DefaultTimeSlice)
+}
+
 // setTimeSlice applies want to the GPU unless it already runs with it.
 func (s *State) setTimeSlice(ctx context.Context, uuid, want string) error {
-	have := s.cp.TimeSlices[uuid]
-	if have == "" {
-		have = string(config.DefaultTimeSlice)
-	}
+	have := s.currentTimeSlice(uuid)
 	if have == want {
 		return nil
 	}
