@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	resourceapi "k8s.io/api/resource/v1"
@@ -27,7 +28,21 @@ type inventory struct {
 	byID      map[structured.DeviceID]*resourceapi.Device
 	allocated sets.Set[structured.DeviceID]
 	slices    []*resourceapi.ResourceSlice
-	state     structured.AllocatedState
+	// nodeSlices are the node-local slices by node; sharedSlices those
+	// that are not bound to one node (node selector, all nodes).
+	nodeSlices   map[string][]*resourceapi.ResourceSlice
+	sharedSlices []*resourceapi.ResourceSlice
+	state        structured.AllocatedState
+}
+
+// slicesFor returns every slice that can offer devices to node.
+func (inv *inventory) slicesFor(node string) []*resourceapi.ResourceSlice {
+	local := inv.nodeSlices[node]
+	if len(inv.sharedSlices) == 0 {
+		return local
+	}
+	out := make([]*resourceapi.ResourceSlice, 0, len(local)+len(inv.sharedSlices))
+	return append(append(out, inv.sharedSlices...), local...)
 }
 
 // snapshotInventory reads slices (with DeviceTaintRules applied) and the
@@ -56,16 +71,22 @@ func (pl *Tiering) snapshotInventory(ctx context.Context) (*inventory, error) {
 		return nil, fmt.Errorf("list ResourceSlices: %w", err)
 	}
 	inv := &inventory{
-		byNode:    map[string][]nodeDevice{},
-		byID:      map[structured.DeviceID]*resourceapi.Device{},
-		allocated: sets.New[structured.DeviceID](),
-		slices:    slices,
-		state:     *state,
+		byNode:     map[string][]nodeDevice{},
+		byID:       map[structured.DeviceID]*resourceapi.Device{},
+		allocated:  sets.New[structured.DeviceID](),
+		slices:     slices,
+		nodeSlices: map[string][]*resourceapi.ResourceSlice{},
+		state:      *state,
 	}
 	for id := range state.AllocatedDevices {
 		inv.allocated.Insert(id)
 	}
 	for _, slice := range slices {
+		if slice.Spec.NodeName != nil {
+			inv.nodeSlices[*slice.Spec.NodeName] = append(inv.nodeSlices[*slice.Spec.NodeName], slice)
+		} else {
+			inv.sharedSlices = append(inv.sharedSlices, slice)
+		}
 		for i := range slice.Spec.Devices {
 			d := &slice.Spec.Devices[i]
 			id := structured.MakeDeviceID(slice.Spec.Driver, slice.Spec.Pool.Name, d.Name)
@@ -107,10 +128,44 @@ type matcher struct {
 	classExprs []string
 	subExprs   []string
 	cache      *cel.Cache
+	results    *matchCache
+}
+
+// matchCache remembers selector results per device object. The slice
+// tracker hands out the same *Device until its slice changes, so a key
+// can never go stale; the cache is simply emptied when it grows large.
+type matchCache struct {
+	mu      sync.RWMutex
+	results map[matchKey]bool
+}
+
+type matchKey struct {
+	device *resourceapi.Device
+	expr   string
+}
+
+const maxCachedMatches = 1 << 18
+
+func newMatchCache() *matchCache { return &matchCache{results: map[matchKey]bool{}} }
+
+func (c *matchCache) get(k matchKey) (matched, ok bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	matched, ok = c.results[k]
+	return matched, ok
+}
+
+func (c *matchCache) put(k matchKey, matched bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.results) >= maxCachedMatches {
+		clear(c.results)
+	}
+	c.results[k] = matched
 }
 
 func (pl *Tiering) matcherFor(t tierChoice) (*matcher, error) {
-	m := &matcher{subExprs: t.selectors, cache: pl.celCache}
+	m := &matcher{subExprs: t.selectors, cache: pl.celCache, results: pl.matches}
 	class, err := pl.dra.DeviceClasses().Get(t.className)
 	if err != nil {
 		return nil, fmt.Errorf("device class %q: %w", t.className, err)
@@ -126,21 +181,33 @@ func (pl *Tiering) matcherFor(t tierChoice) (*matcher, error) {
 // firstFailing returns "" when the device matches, else the expression
 // (or class) that rejects it.
 func (m *matcher) firstFailing(ctx context.Context, driver string, d *resourceapi.Device) (string, error) {
-	in := cel.Device{Driver: driver, AllowMultipleAllocations: d.AllowMultipleAllocations, Attributes: d.Attributes, Capacity: d.Capacity}
 	for _, expr := range m.classExprs {
-		if ok, err := m.eval(ctx, expr, in); err != nil || !ok {
+		if ok, err := m.eval(ctx, expr, driver, d); err != nil || !ok {
 			return "device class selector " + expr, err
 		}
 	}
 	for _, expr := range m.subExprs {
-		if ok, err := m.eval(ctx, expr, in); err != nil || !ok {
+		if ok, err := m.eval(ctx, expr, driver, d); err != nil || !ok {
 			return expr, err
 		}
 	}
 	return "", nil
 }
 
-func (m *matcher) eval(ctx context.Context, expr string, in cel.Device) (bool, error) {
+func (m *matcher) eval(ctx context.Context, expr, driver string, d *resourceapi.Device) (bool, error) {
+	key := matchKey{device: d, expr: expr}
+	if matched, ok := m.results.get(key); ok {
+		return matched, nil
+	}
+	matched, err := m.evalCEL(ctx, expr, cel.Device{Driver: driver, AllowMultipleAllocations: d.AllowMultipleAllocations, Attributes: d.Attributes, Capacity: d.Capacity})
+	if err != nil {
+		return false, err
+	}
+	m.results.put(key, matched)
+	return matched, nil
+}
+
+func (m *matcher) evalCEL(ctx context.Context, expr string, in cel.Device) (bool, error) {
 	prog := m.cache.GetOrCompile(expr)
 	if prog.Error != nil {
 		return false, fmt.Errorf("compile %q: %w", expr, prog.Error)
@@ -148,7 +215,8 @@ func (m *matcher) eval(ctx context.Context, expr string, in cel.Device) (bool, e
 	ok, _, err := prog.DeviceMatches(ctx, in)
 	if err != nil {
 		// A selector that cannot be evaluated on a device (say, a missing
-		// attribute) does not match it; the allocator treats it the same.
+		// attribute) does not offer it to this tier: Tiering only counts
+		// devices, the allocator reports such errors.
 		return false, nil //nolint:nilerr // non-matching device, not a failure
 	}
 	return ok, nil

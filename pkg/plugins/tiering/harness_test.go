@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/go-logr/logr"
+
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -117,7 +119,7 @@ func tieredClaim(pod string, count int64, models ...string) *resourceapi.Resourc
 func testPod(name string) *v1.Pod {
 	return &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, UID: types.UID(name + "-uid")},
-		Spec: v1.PodSpec{ResourceClaims: []v1.PodResourceClaim{{Name: "gpu", ResourceClaimName: ptr.To(name + "-gpu")}}},
+		Spec:       v1.PodSpec{ResourceClaims: []v1.PodResourceClaim{{Name: "gpu", ResourceClaimName: ptr.To(name + "-gpu")}}},
 	}
 }
 
@@ -128,11 +130,16 @@ type env struct {
 	dr        *dynamicresources.DynamicResources
 	tiering   *Tiering
 	nodeInfos []fwk.NodeInfo
+	client    *fake.Clientset
 }
 
 func newEnv(tb testing.TB, nodes []*v1.Node, slices []*resourceapi.ResourceSlice, claims []*resourceapi.ResourceClaim) *env {
 	tb.Helper()
 	logger, _ := ktesting.NewTestContext(tb)
+	if _, bench := tb.(*testing.B); bench {
+		// ktesting logs at V(5); formatting those logs would dominate timings.
+		logger = logr.Discard()
+	}
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logger))
 	tb.Cleanup(cancel)
 	schedulermetrics.Register() // the framework's parallelizer reports to them
@@ -198,7 +205,7 @@ func newEnv(tb testing.TB, nodes []*v1.Node, slices []*resourceapi.ResourceSlice
 	factory.WaitForCacheSync(ctx.Done())
 	cache.WaitFor(ctx, "event handlers", tracker.HasSyncedChecker(), claimsSynced)
 
-	e := &env{ctx: ctx, dr: dr.(*dynamicresources.DynamicResources), tiering: tp.(*Tiering)}
+	e := &env{ctx: ctx, dr: dr.(*dynamicresources.DynamicResources), tiering: tp.(*Tiering), client: client}
 	for _, n := range nodes {
 		ni := framework.NewNodeInfo()
 		ni.SetNode(n)

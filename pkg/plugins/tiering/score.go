@@ -101,15 +101,11 @@ func (pl *Tiering) PreScore(ctx context.Context, cs fwk.CycleState, pod *v1.Pod,
 	if err != nil {
 		return statusError(logger, err)
 	}
-	allocator, err := structured.NewAllocator(ctx, pl.features, inv.state, pl.dra.DeviceClasses(), inv.slices, pl.celCache)
-	if err != nil {
-		return statusError(logger, fmt.Errorf("create allocator: %w", err))
-	}
 	ranks := make([]nodeRank, len(nodes))
 	errs := make([]error, len(nodes))
 	var matchers sync.Map // subrequest ref -> *matcher, shared by the workers
 	pl.handle.Parallelizer().Until(ctx, len(nodes), func(i int) {
-		ranks[i], errs[i] = pl.rankNode(ctx, s, inv, allocator, nodes[i].Node(), &matchers)
+		ranks[i], errs[i] = pl.rankNode(ctx, s, inv, nodes[i].Node(), &matchers)
 	}, Name)
 	for _, err := range errs {
 		if err != nil {
@@ -125,8 +121,15 @@ func (pl *Tiering) PreScore(ctx context.Context, cs fwk.CycleState, pod *v1.Pod,
 }
 
 // rankNode computes one node's rank. It is safe for concurrent use.
-func (pl *Tiering) rankNode(ctx context.Context, s *preFilterState, inv *inventory, allocator structured.Allocator, node *v1.Node, matchers *sync.Map) (nodeRank, error) {
+func (pl *Tiering) rankNode(ctx context.Context, s *preFilterState, inv *inventory, node *v1.Node, matchers *sync.Map) (nodeRank, error) {
 	r := nodeRank{Node: node.Name}
+	// The allocator scans every slice it is given on each call. Given only
+	// the slices that can offer devices to this node, it finds the same
+	// allocation without the cost growing with the cluster.
+	allocator, err := structured.NewAllocator(ctx, pl.features, inv.state, pl.dra.DeviceClasses(), inv.slicesFor(node.Name), pl.celCache)
+	if err != nil {
+		return r, fmt.Errorf("create allocator: %w", err)
+	}
 	results, err := allocator.Allocate(ctx, node, s.claims)
 	if err != nil || len(results) != len(s.claims) {
 		// DynamicResources' Filter decides feasibility and reports errors;

@@ -55,13 +55,13 @@ const TierAnnotation = "rota.dev/tier"
 // Tiering is the plugin. It holds no per-pod state: everything a scheduling
 // cycle learns lives in that cycle's CycleState.
 type Tiering struct {
-	handle     fwk.Handle
-	args       *TieringArgs
-	dra        fwk.SharedDRAManager
-	features   structured.Features
-	celCache   *cel.Cache
-	metrics    *pluginMetrics
-	celOptions cel.Features
+	handle   fwk.Handle
+	args     *TieringArgs
+	dra      fwk.SharedDRAManager
+	features structured.Features
+	celCache *cel.Cache
+	metrics  *pluginMetrics
+	matches  *matchCache
 }
 
 // New builds the plugin from the profile's args.
@@ -87,13 +87,13 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	}
 	klog.FromContext(ctx).V(2).Info("Tiering plugin configured", "policyVersion", args.PolicyVersion)
 	return &Tiering{
-		handle:     h,
-		args:       args,
-		dra:        dra,
-		features:   dynamicresources.AllocatorFeatures(fts),
-		celCache:   cel.NewCache(32, celFeatures),
-		celOptions: celFeatures,
-		metrics:    registerMetrics(),
+		handle:   h,
+		args:     args,
+		dra:      dra,
+		features: dynamicresources.AllocatorFeatures(fts),
+		celCache: cel.NewCache(32, celFeatures),
+		matches:  newMatchCache(),
+		metrics:  registerMetrics(),
 	}, nil
 }
 
