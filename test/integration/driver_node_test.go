@@ -38,8 +38,9 @@ type gpuNode struct {
 	conns  []*grpc.ClientConn
 }
 
-// startGPUNode creates the Node object and starts the plugin with profile.
-func startGPUNode(t testing.TB, cp *framework.ControlPlane, name, profile string) *gpuNode {
+// startGPUNode creates the Node object and starts the plugin with profile;
+// mods adjust the options before the start.
+func startGPUNode(t testing.TB, cp *framework.ControlPlane, name, profile string, mods ...func(*gpuNode)) *gpuNode {
 	t.Helper()
 	// Unix socket paths are limited to 108 bytes: t.TempDir() is too long.
 	dir, err := os.MkdirTemp("/tmp", "rota")
@@ -66,6 +67,9 @@ func startGPUNode(t testing.TB, cp *framework.ControlPlane, name, profile string
 	opts.XIDHoldTime = -1 // recovery as soon as the probe passes
 	opts.FaultPollEvery = 50 * time.Millisecond
 	n := &gpuNode{t: t, cp: cp, name: name, opts: opts}
+	for _, mod := range mods {
+		mod(n)
+	}
 	n.start()
 	t.Cleanup(n.stop)
 	return n

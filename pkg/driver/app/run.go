@@ -34,6 +34,8 @@ type Plugin struct {
 	Metrics *driver.Metrics
 	// Mock is the simulated NVML, nil on real GPUs.
 	Mock *gpu.Mock
+	// HTTPAddr is where /healthz, /readyz and /metrics listen ("" when off).
+	HTTPAddr string
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -191,6 +193,7 @@ func (p *Plugin) serveHTTP(ctx context.Context, addr string) error {
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", addr, err)
 	}
+	p.HTTPAddr = ln.Addr().String()
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	p.goRun(func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
