@@ -186,27 +186,60 @@ func TestTieringUnmetConstraintStaysPending(t *testing.T) {
 
 // TestTieringBeatsResourceBalancing: the H100 node carries most of the CPU
 // requests, so NodeResourcesFit and NodeResourcesBalancedAllocation prefer
-// the idle A100 node — the better tier still wins.
+// the idle A100 node. The stock profile follows them; with Tiering the
+// better tier wins.
 func TestTieringBeatsResourceBalancing(t *testing.T) {
-	cp := framework.StartControlPlane(t)
-	const ns = "balance"
-	cp.Create(t,
-		framework.DeviceClass(),
-		framework.Node("node-a100"), framework.GPUSlice("node-a100", framework.GPUs(framework.A100, 8)...),
-		framework.Node("node-h100"), framework.GPUSlice("node-h100", framework.GPUs(framework.H100, 8)...),
-		framework.Namespace(ns),
-		framework.BoundPod(ns, "cpu-hog", "node-h100", "56"),
-		framework.TieredClaimTemplate(ns, "h100-else-a100", framework.ModelTier("H100"), framework.ModelTier("A100")),
-	)
-	cp.StartClaimController(t)
-	cp.StartScheduler(t)
-	for i := range 3 {
-		got := placeAndWait(t, cp, framework.WithCPU(tieredPod(ns, fmt.Sprintf("p%d", i), "h100-else-a100"), "2"))
-		want := placed{Node: "node-h100", Device: fmt.Sprintf("node-h100/gpu-%d", i), Request: "gpu/h100", Tier: "1/2: H100"}
-		if got != want {
-			t.Errorf("pod p%d: placement %+v, want %+v", i, got, want)
-		}
+	for name, tc := range map[string]struct {
+		stock bool
+		want  func(i int) placed
+	}{
+		"stock profile takes the A100": {stock: true, want: func(i int) placed {
+			return placed{Node: "node-a100", Device: fmt.Sprintf("node-a100/gpu-%d", i), Request: "gpu/a100"}
+		}},
+		"Rota profile takes the H100": {want: func(i int) placed {
+			return placed{Node: "node-h100", Device: fmt.Sprintf("node-h100/gpu-%d", i), Request: "gpu/h100", Tier: "1/2: H100"}
+		}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			cp := framework.StartControlPlane(t)
+			const ns = "balance"
+			cp.Create(t,
+				framework.DeviceClass(),
+				framework.Node("node-a100"), framework.GPUSlice("node-a100", framework.GPUs(framework.A100, 8)...),
+				framework.Node("node-h100"), framework.GPUSlice("node-h100", framework.GPUs(framework.H100, 8)...),
+				framework.Namespace(ns),
+				framework.BoundPod(ns, "cpu-hog", "node-h100", "56"),
+				framework.TieredClaimTemplate(ns, "h100-else-a100", framework.ModelTier("H100"), framework.ModelTier("A100")),
+			)
+			cp.StartClaimController(t)
+			if tc.stock {
+				cp.StartSchedulerWithout(t, tiering.Name)
+			} else {
+				cp.StartScheduler(t)
+			}
+			for i := range 3 {
+				pod := framework.WithCPU(tieredPod(ns, fmt.Sprintf("p%d", i), "h100-else-a100"), "2")
+				var got placed
+				if tc.stock {
+					got = placeUnannotated(t, cp, pod)
+				} else {
+					got = placeAndWait(t, cp, pod)
+				}
+				if want := tc.want(i); got != want {
+					t.Errorf("pod p%d: placement %+v, want %+v", i, got, want)
+				}
+			}
+		})
 	}
+}
+
+// placeUnannotated is placeAndWait for a scheduler without Tiering.
+func placeUnannotated(t *testing.T, cp *framework.ControlPlane, pod *v1.Pod) placed {
+	t.Helper()
+	cp.Create(t, pod)
+	bound := cp.WaitForPodBound(t, pod.Namespace, pod.Name)
+	res := cp.PodClaim(t, bound, "gpu").Status.Allocation.Devices.Results
+	return placed{Node: bound.Spec.NodeName, Device: res[0].Pool + "/" + res[0].Device, Request: res[0].Request}
 }
 
 // TestTieringDeterministic replays the same cluster and pod sequence on five

@@ -3,6 +3,7 @@ package framework
 import (
 	"context"
 	"fmt"
+	"os"
 	"sort"
 	"strings"
 	"testing"
@@ -12,7 +13,14 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/ktesting"
+	"k8s.io/kubernetes/cmd/kube-scheduler/app"
+	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+
+	rotascheduler "github.com/rota-dev/rota/pkg/scheduler"
 )
 
 // UnhealthyTaint is the device taint Rota's driver puts on a failed GPU.
@@ -158,4 +166,88 @@ func (cp *ControlPlane) WaitForPodAnnotation(tb testing.TB, namespace, name, key
 		return ok, fmt.Sprintf("annotations=%v", p.Annotations), nil
 	})
 	return value
+}
+
+// StartSchedulerWithout runs the shipped scheduler configuration with the
+// named plugins removed from the rota-scheduler profile — the stock
+// kube-scheduler behaviour Rota is compared against. Apart from the
+// configuration it starts the scheduler exactly like StartScheduler.
+func (cp *ControlPlane) StartSchedulerWithout(tb testing.TB, plugins ...string) {
+	tb.Helper()
+	path := cp.SchedulerConfig(tb)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var cfg map[string]any
+	if err := yaml.Unmarshal(data, &cfg); err != nil {
+		tb.Fatal(err)
+	}
+	drop := map[string]bool{}
+	for _, p := range plugins {
+		drop[p] = true
+	}
+	profiles, _ := cfg["profiles"].([]any)
+	for _, p := range profiles {
+		profile, _ := p.(map[string]any)
+		delete(profile, "plugins")
+		var keep []any
+		pcs, _ := profile["pluginConfig"].([]any)
+		for _, pc := range pcs {
+			if m, _ := pc.(map[string]any); !drop[fmt.Sprint(m["name"])] {
+				keep = append(keep, pc)
+			}
+		}
+		profile["pluginConfig"] = keep
+	}
+	out, err := yaml.Marshal(cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.WriteFile(path, out, 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	cp.startSchedulerFrom(tb, path)
+}
+
+func (cp *ControlPlane) startSchedulerFrom(tb testing.TB, configFile string) {
+	tb.Helper()
+	logger := ktesting.NewLogger(tb, ktesting.NewConfig(ktesting.Verbosity(2)))
+	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logger))
+	opts := options.NewOptions()
+	opts.ConfigFile = configFile
+	opts.SecureServing.BindPort = 0
+	if err := opts.ComponentGlobalsRegistry.Set(); err != nil {
+		cancel()
+		tb.Fatalf("scheduler feature gates: %v", err)
+	}
+	cc, sched, err := app.Setup(ctx, opts, rotascheduler.PluginOptions()...)
+	if err != nil {
+		cancel()
+		tb.Fatalf("set up scheduler: %v", err)
+	}
+	cc.EventBroadcaster.StartRecordingToSink(ctx.Done())
+	cc.InformerFactory.Start(ctx.Done())
+	if cc.DynInformerFactory != nil {
+		cc.DynInformerFactory.Start(ctx.Done())
+	}
+	cc.InformerFactory.WaitForCacheSync(ctx.Done())
+	if cc.DynInformerFactory != nil {
+		cc.DynInformerFactory.WaitForCacheSync(ctx.Done())
+	}
+	if err := sched.WaitForHandlersSync(ctx); err != nil {
+		cancel()
+		tb.Fatalf("scheduler handlers not synced: %v", err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sched.Run(ctx)
+	}()
+	tb.Cleanup(func() {
+		cancel()
+		<-done
+		cc.EventBroadcaster.Shutdown()
+		cc.InformerFactory.Shutdown()
+	})
 }

@@ -1,0 +1,51 @@
+package tiering
+
+import (
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/component-base/metrics/testutil"
+)
+
+// TestPostBindRecordsPlacement: a bound tiered pod gets its annotation and
+// is counted under its tier, model and namespace.
+func TestPostBindRecordsPlacement(t *testing.T) {
+	e := newEnv(t, []*v1.Node{testNode("node-a"), testNode("node-b")},
+		[]*resourceapi.ResourceSlice{testSlice("node-a", gpus("A100", 80, 1)...), testSlice("node-b", gpus("L4", 24, 1)...)},
+		[]*resourceapi.ResourceClaim{tieredClaim("p", 1, "H100", "A100", "L4")})
+	pod := testPod("p")
+	if _, err := e.client.CoreV1().Pods(pod.Namespace).Create(e.ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	placements := e.tiering.metrics.placements.WithLabelValues("2", "A100", "default")
+	before, err := testutil.GetCounterMetricValue(placements)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	_, cs := e.cycle(t, pod)
+	if st := e.dr.Reserve(e.ctx, cs, pod, "node-a"); !st.IsSuccess() {
+		t.Fatalf("DynamicResources Reserve: %v", st)
+	}
+	if st := e.tiering.Reserve(e.ctx, cs, pod, "node-a"); !st.IsSuccess() {
+		t.Fatalf("Tiering Reserve: %v", st)
+	}
+	e.tiering.PostBind(e.ctx, cs, pod, "node-a")
+
+	got, err := e.client.CoreV1().Pods(pod.Namespace).Get(e.ctx, pod.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tier := got.Annotations[TierAnnotation]; tier != "2/3: A100" {
+		t.Errorf("annotation %s=%q, want 2/3: A100", TierAnnotation, tier)
+	}
+	after, err := testutil.GetCounterMetricValue(placements)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after-before != 1 {
+		t.Errorf("placements{tier=2,model=A100,namespace=default} grew by %v, want 1", after-before)
+	}
+}
