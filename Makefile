@@ -57,6 +57,17 @@ test-unit: ## Tests that need no control plane.
 bin/etcd: go.mod
 	$(GO) build -o $@ go.etcd.io/etcd/server/v3
 
+# Upstream's scheduler_perf with the stock and the Rota profile in one run
+# (test/bench/scheduler); prints the median throughput of each and the ratio.
+BENCH_COUNT ?= 3
+BENCH_LABELS ?= performance
+.PHONY: bench-scheduler
+bench-scheduler: bin/etcd ## Scheduler throughput: stock vs Rota profile (scheduler_perf).
+	PATH=$(CURDIR)/bin:$$PATH $(GO) test -tags benchscheduler ./test/bench/scheduler -run '^$$' \
+		-bench BenchmarkPerfScheduling -benchtime 1x -count $(BENCH_COUNT) -timeout 120m \
+		-args -perf-scheduling-label-filter=$(BENCH_LABELS) | tee bin/bench-scheduler.out
+	$(GO) run ./test/bench/scheduler/summary < bin/bench-scheduler.out
+
 .PHONY: generate
 generate: $(TOOLS)/controller-gen ## Regenerate deepcopy code and CRDs.
 	controller-gen object:headerFile=hack/boilerplate.go.txt paths=./pkg/apis/...

@@ -1,0 +1,96 @@
+// Command summary reads `go test -bench` output of the scheduler benchmark
+// (test/bench/scheduler) and prints, per workload, the median scheduling
+// throughput of the stock and the Rota profile and their ratio.
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+const metric = "SchedulingThroughput/Average"
+
+func main() {
+	if err := run(os.Stdin, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
+
+func run(in io.Reader, out io.Writer) error {
+	// workload -> profile -> samples
+	samples := map[string]map[string][]float64{}
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 3 || !strings.HasPrefix(fields[0], "BenchmarkPerfScheduling/") {
+			continue
+		}
+		parts := strings.Split(fields[0], "/")
+		if len(parts) < 3 {
+			continue
+		}
+		testCase, workload := parts[1], parts[2]
+		if i := strings.LastIndex(workload, "-"); i > 0 {
+			workload = workload[:i]
+		}
+		var family, profile string
+		for _, p := range []string{"Stock", "Rota"} {
+			if strings.HasSuffix(testCase, p) {
+				family, profile = strings.TrimSuffix(testCase, p), p
+			}
+		}
+		if profile == "" {
+			continue
+		}
+		for i := 1; i < len(fields); i++ {
+			if fields[i] == metric {
+				v, err := strconv.ParseFloat(fields[i-1], 64)
+				if err != nil {
+					return fmt.Errorf("%s: %w", fields[0], err)
+				}
+				key := family + "/" + workload
+				if samples[key] == nil {
+					samples[key] = map[string][]float64{}
+				}
+				samples[key][profile] = append(samples[key][profile], v)
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return err
+	}
+	keys := make([]string, 0, len(samples))
+	for k := range samples {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	fmt.Fprintf(out, "%-40s %6s %14s %14s %7s\n", "workload", "runs", "stock pods/s", "rota pods/s", "ratio")
+	for _, k := range keys {
+		stock, rota := samples[k]["Stock"], samples[k]["Rota"]
+		ratio := "n/a"
+		if len(stock) > 0 && len(rota) > 0 && median(stock) > 0 {
+			ratio = fmt.Sprintf("%.2f", median(rota)/median(stock))
+		}
+		fmt.Fprintf(out, "%-40s %6s %14.1f %14.1f %7s\n", k, fmt.Sprintf("%d/%d", len(stock), len(rota)), median(stock), median(rota), ratio)
+	}
+	return nil
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
