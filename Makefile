@@ -61,10 +61,12 @@ bin/etcd: go.mod
 # (test/bench/scheduler); prints the median throughput of each and the ratio.
 BENCH_COUNT ?= 3
 BENCH_LABELS ?= performance
+# Narrow to some test cases, e.g. BENCH=BenchmarkPerfScheduling/MixedGPUs.
+BENCH ?= BenchmarkPerfScheduling
 .PHONY: bench-scheduler
 bench-scheduler: bin/etcd ## Scheduler throughput: stock vs Rota profile (scheduler_perf).
 	PATH=$(CURDIR)/bin:$$PATH $(GO) test -tags benchscheduler ./test/bench/scheduler -run '^$$' \
-		-bench BenchmarkPerfScheduling -benchtime 1x -count $(BENCH_COUNT) -timeout 120m \
+		-bench '$(BENCH)' -benchtime 1x -count $(BENCH_COUNT) -timeout 120m \
 		-args -perf-scheduling-label-filter=$(BENCH_LABELS) | tee bin/bench-scheduler.out
 	$(GO) run ./test/bench/scheduler/summary < bin/bench-scheduler.out
 

@@ -27,40 +27,32 @@ func run(in io.Reader, out io.Writer) error {
 	samples := map[string]map[string][]float64{}
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	// go test prints a benchmark's name when it starts and its metrics when
+	// it ends; with the scheduler's log in between, the metrics may come on
+	// a line of their own. Attribute them to the last name seen.
+	var current string
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
-		if len(fields) < 3 || !strings.HasPrefix(fields[0], "BenchmarkPerfScheduling/") {
-			continue
-		}
-		parts := strings.Split(fields[0], "/")
-		if len(parts) < 3 {
-			continue
-		}
-		testCase, workload := parts[1], parts[2]
-		if i := strings.LastIndex(workload, "-"); i > 0 {
-			workload = workload[:i]
-		}
-		var family, profile string
-		for _, p := range []string{"Stock", "Rota"} {
-			if strings.HasSuffix(testCase, p) {
-				family, profile = strings.TrimSuffix(testCase, p), p
-			}
-		}
-		if profile == "" {
-			continue
+		if len(fields) > 0 && strings.HasPrefix(fields[0], "BenchmarkPerfScheduling/") {
+			current = fields[0]
 		}
 		for i := 1; i < len(fields); i++ {
-			if fields[i] == metric {
-				v, err := strconv.ParseFloat(fields[i-1], 64)
-				if err != nil {
-					return fmt.Errorf("%s: %w", fields[0], err)
-				}
-				key := family + "/" + workload
-				if samples[key] == nil {
-					samples[key] = map[string][]float64{}
-				}
-				samples[key][profile] = append(samples[key][profile], v)
+			if fields[i] != metric || current == "" {
+				continue
 			}
+			v, err := strconv.ParseFloat(fields[i-1], 64)
+			if err != nil {
+				return fmt.Errorf("%s: %w", current, err)
+			}
+			family, profile, workload, ok := parseName(current)
+			if !ok {
+				continue
+			}
+			key := family + "/" + workload
+			if samples[key] == nil {
+				samples[key] = map[string][]float64{}
+			}
+			samples[key][profile] = append(samples[key][profile], v)
 		}
 	}
 	if err := sc.Err(); err != nil {
@@ -81,6 +73,25 @@ func run(in io.Reader, out io.Writer) error {
 		fmt.Fprintf(out, "%-40s %6s %14.1f %14.1f %7s\n", k, fmt.Sprintf("%d/%d", len(stock), len(rota)), median(stock), median(rota), ratio)
 	}
 	return nil
+}
+
+// parseName splits "BenchmarkPerfScheduling/MixedGPUsRota/500nodes_1000pods-2"
+// into family "MixedGPUs", profile "Rota" and workload "500nodes_1000pods".
+func parseName(name string) (family, profile, workload string, ok bool) {
+	parts := strings.Split(name, "/")
+	if len(parts) < 3 {
+		return "", "", "", false
+	}
+	testCase, workload := parts[1], parts[2]
+	if i := strings.LastIndex(workload, "-"); i > 0 {
+		workload = workload[:i]
+	}
+	for _, p := range []string{"Stock", "Rota"} {
+		if strings.HasSuffix(testCase, p) {
+			return strings.TrimSuffix(testCase, p), p, workload, true
+		}
+	}
+	return "", "", "", false
 }
 
 func median(v []float64) float64 {
