@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"k8s.io/klog/v2"
 
@@ -59,11 +60,41 @@ func run(args []string, stderr io.Writer) error {
 	}
 	plugin, err := app.Start(ctx, opts, app.Extra{})
 	if err != nil {
+		if ctx.Err() != nil {
+			// SIGTERM while starting (the first publish waits for the API
+			// server): Start has cleaned up; that is a graceful stop too.
+			logger.Info("Stopped while starting", "reason", err)
+			return nil
+		}
 		return err
 	}
 	logger.Info("Plugin running", "node", opts.NodeName, "mockProfile", opts.MockProfile)
-	<-ctx.Done()
-	logger.Info("Shutting down")
-	plugin.Stop()
+	select {
+	case <-ctx.Done():
+		logger.Info("Shutting down")
+	case <-plugin.Done():
+		logger.Info("Shutting down after a fatal error")
+	}
+	stop() // a second signal kills the process at once
+	return shutdown(plugin, opts.ShutdownTimeout)
+}
+
+// shutdown stops the plugin within timeout. The exit status is 0 after a
+// signal, 1 after a fatal error or when stopping takes too long.
+func shutdown(plugin *app.Plugin, timeout time.Duration) error {
+	done := make(chan struct{})
+	go func() {
+		plugin.Stop()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(timeout):
+		return fmt.Errorf("shutdown did not finish within %v", timeout)
+	}
+	if err := plugin.Err(); err != nil {
+		return err
+	}
+	klog.Background().Info("Stopped")
 	return nil
 }

@@ -13,6 +13,8 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/dynamic-resource-allocation/kubeletplugin"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 	drapb "k8s.io/kubelet/pkg/apis/dra/v1"
@@ -34,8 +36,10 @@ type gpuNode struct {
 	opts   app.Options
 	plugin *app.Plugin
 	hook   func(state.Step) error
-	dra    drapb.DRAPluginClient
-	conns  []*grpc.ClientConn
+	// external: the plugin runs elsewhere (a binary); only connect to it.
+	external bool
+	dra      drapb.DRAPluginClient
+	conns    []*grpc.ClientConn
 }
 
 // startGPUNode creates the Node object and starts the plugin with profile;
@@ -70,7 +74,11 @@ func startGPUNode(t testing.TB, cp *framework.ControlPlane, name, profile string
 	for _, mod := range mods {
 		mod(n)
 	}
-	n.start()
+	if n.external {
+		n.connect()
+	} else {
+		n.start()
+	}
 	t.Cleanup(n.stop)
 	return n
 }
@@ -85,7 +93,30 @@ func (n *gpuNode) start() {
 		n.t.Fatalf("starting plugin: %v", err)
 	}
 	n.plugin = p
-	n.dra = drapb.NewDRAPluginClient(n.dial(filepath.Join(n.opts.PluginDataDir, "dra.sock")))
+	n.connect()
+}
+
+// connect dials the plugin's service socket as the kubelet does.
+func (n *gpuNode) connect() {
+	n.dra = drapb.NewDRAPluginClient(n.dial(n.draSocket()))
+}
+
+// draSocket is the plugin's service socket: dra.sock, or dra-<pod UID>.sock
+// with rolling updates.
+func (n *gpuNode) draSocket() string {
+	if n.opts.PodUID != "" {
+		return filepath.Join(n.opts.PluginDataDir, "dra-"+n.opts.PodUID+".sock")
+	}
+	return filepath.Join(n.opts.PluginDataDir, "dra.sock")
+}
+
+// regSocket is the plugin's registration socket, where the kubelet finds it.
+func (n *gpuNode) regSocket() string {
+	if n.opts.PodUID != "" {
+		return filepath.Join(n.opts.RegistrarDir,
+			kubeletplugin.RollingUpdateRegistrarSocketFile(n.opts.RegistrarDir, framework.DriverName, types.UID(n.opts.PodUID)))
+	}
+	return filepath.Join(n.opts.RegistrarDir, framework.DriverName+"-reg.sock")
 }
 
 // stop ends the plugin as a kill would: nothing is cleaned up on the way.
@@ -116,7 +147,7 @@ func (n *gpuNode) dial(path string) *grpc.ClientConn {
 }
 
 func (n *gpuNode) getInfo(ctx context.Context) (*registerapi.PluginInfo, error) {
-	reg := registerapi.NewRegistrationClient(n.dial(filepath.Join(n.opts.RegistrarDir, "gpu.rota.dev-reg.sock")))
+	reg := registerapi.NewRegistrationClient(n.dial(n.regSocket()))
 	return reg.GetInfo(ctx, &registerapi.InfoRequest{})
 }
 

@@ -1,7 +1,6 @@
 package app
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -43,10 +42,4 @@ func timeSlicer(o *Options) timeslice.Setter {
 		return &timeslice.Recorder{}
 	}
 	return timeslice.NvidiaSMI{Path: o.NvidiaSMI}
-}
-
-func startFaultWatcher(ctx context.Context, o *Options, mock *gpu.Mock) {
-	if mock != nil && o.MockFaultFile != "" {
-		go mock.WatchFaultFile(ctx, o.MockFaultFile, o.FaultPollEvery)
-	}
 }

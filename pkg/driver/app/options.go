@@ -30,6 +30,8 @@ type Options struct {
 	ProbeInterval  time.Duration
 	XIDHoldTime    time.Duration
 	FaultPollEvery time.Duration
+	// ShutdownTimeout bounds Stop after SIGTERM; main exits 1 past it.
+	ShutdownTimeout time.Duration
 }
 
 // DefaultOptions are the values the DaemonSet runs with.
@@ -45,6 +47,8 @@ func DefaultOptions() Options {
 		ProbeInterval:  5 * time.Second,
 		XIDHoldTime:    5 * time.Minute,
 		FaultPollEvery: 100 * time.Millisecond,
+		// The DaemonSet's terminationGracePeriodSeconds is 30.
+		ShutdownTimeout: 20 * time.Second,
 	}
 }
 
@@ -63,6 +67,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.HTTPAddress, "http-address", o.HTTPAddress, "Address of /healthz, /readyz and /metrics; empty disables.")
 	fs.StringVar(&o.NvidiaSMI, "nvidia-smi", o.NvidiaSMI, "Path of nvidia-smi, used to set time slices (nvidia-smi on PATH when empty).")
 	fs.DurationVar(&o.ProbeInterval, "health-probe-interval", o.ProbeInterval, "How often every GPU is probed; recovery is noticed at this pace.")
+	fs.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", o.ShutdownTimeout, "How long a graceful shutdown (SIGTERM) may take before the plugin gives up and exits 1.")
 	fs.DurationVar(&o.XIDHoldTime, "xid-hold-time", o.XIDHoldTime, "How long a GPU stays tainted after its last XID (negative: not at all).")
 }
 

@@ -37,10 +37,26 @@ type Plugin struct {
 	// HTTPAddr is where /healthz, /readyz and /metrics listen ("" when off).
 	HTTPAddr string
 
-	cancel context.CancelFunc
+	ctx    context.Context
+	cancel context.CancelCauseFunc
 	wg     sync.WaitGroup
 	close  func()
 }
+
+// Done is closed when the plugin stops on its own after a fatal error (see
+// Err) or when Stop was called.
+func (p *Plugin) Done() <-chan struct{} { return p.ctx.Done() }
+
+// Err is the fatal error that stopped the plugin, nil while it runs or after
+// a plain Stop.
+func (p *Plugin) Err() error {
+	if err := context.Cause(p.ctx); err != nil && !errors.Is(err, errStopped) && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
+}
+
+var errStopped = errors.New("plugin stopped")
 
 // Extra are what tests inject; production leaves it empty.
 type Extra struct {
@@ -61,8 +77,8 @@ func Start(ctx context.Context, o Options, extra Extra) (*Plugin, error) {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	p := &Plugin{cancel: cancel}
+	ctx, cancel := context.WithCancelCause(ctx)
+	p := &Plugin{ctx: ctx, cancel: cancel}
 	ok := false
 	defer func() {
 		if !ok {
@@ -101,7 +117,9 @@ func Start(ctx context.Context, o Options, extra Extra) (*Plugin, error) {
 			klog.FromContext(ctx).Error(err, "Health monitor failed; GPU health is no longer watched")
 		}
 	})
-	startFaultWatcher(ctx, &o, mock)
+	if mock != nil && o.MockFaultFile != "" {
+		p.goRun(func() { mock.WatchFaultFile(ctx, o.MockFaultFile, o.FaultPollEvery) })
+	}
 
 	client := extra.KubeClient
 	if client == nil {
@@ -113,7 +131,7 @@ func Start(ctx context.Context, o Options, extra Extra) (*Plugin, error) {
 	p.Metrics = driver.NewMetrics()
 	fatal := extra.Fatal
 	if fatal == nil {
-		fatal = func(error) { cancel() }
+		fatal = func(err error) { cancel(err) }
 	}
 	p.Driver = driver.New(driver.Config{
 		NodeName: o.NodeName, Inventory: &inv, State: p.State, Monitor: p.Monitor,
@@ -145,13 +163,19 @@ func Start(ctx context.Context, o Options, extra Extra) (*Plugin, error) {
 	return p, nil
 }
 
-// Stop shuts the plugin down: the kubelet sockets close first, then the
-// health monitor, then NVML. Safe to call more than once.
+// Stop shuts the plugin down: the kubelet sockets close and are removed first
+// (which is how the kubelet learns that this instance is gone), then the
+// prepare or unprepare in progress finishes and later ones are refused, then
+// the health monitor and NVML stop. The checkpoint needs no flushing: every
+// change was written atomically. Safe to call more than once.
 func (p *Plugin) Stop() {
 	if p.Helper != nil {
 		p.Helper.Stop()
 	}
-	p.cancel()
+	if p.State != nil {
+		p.State.Close()
+	}
+	p.cancel(errStopped)
 	p.wg.Wait()
 	if p.close != nil {
 		p.close()

@@ -1,10 +1,12 @@
 package checkpoint
 
 import (
+	"context"
 	"errors"
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/utils/ptr"
@@ -97,5 +99,51 @@ func TestCheckRejectsInconsistentPayload(t *testing.T) {
 	}
 	if _, err := Decode(raw); !errors.Is(err, ErrCorrupt) {
 		t.Errorf("Decode = %v, want ErrCorrupt", err)
+	}
+}
+
+// TestLockExcludesOtherHolders: a second holder (another open file, as in a
+// second plugin instance) waits until the first unlocks, and gives up with
+// its context.
+func TestLockExcludesOtherHolders(t *testing.T) {
+	dir := t.TempDir()
+	a, err := NewStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := NewStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unlockA, err := a.Lock(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := b.Lock(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("second Lock while held = %v, want a context deadline error", err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		unlockB, err := b.Lock(context.Background())
+		if err == nil {
+			unlockB()
+		}
+		got <- err
+	}()
+	select {
+	case err := <-got:
+		t.Fatalf("second Lock returned %v while the first still holds it", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	unlockA()
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatalf("second Lock after unlock: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("second Lock still waiting after the first unlocked")
 	}
 }

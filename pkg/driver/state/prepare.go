@@ -22,8 +22,11 @@ func (s *State) Prepare(ctx context.Context, claim *resourceapi.ResourceClaim) (
 	ctx = klog.NewContext(ctx, logger)
 	uid := string(claim.UID)
 
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	unlock, err := s.lock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 
 	if c, ok := s.cp.Claims[uid]; ok && c.State == checkpoint.PrepareCompleted {
 		if !s.opts.CDI.Exists(uid) {

@@ -1,6 +1,7 @@
-// Package state is the driver's prepare/unprepare state machine: one mutex,
-// the checkpoint as the source of truth, and a fixed order of side effects so
-// that a plugin killed at any point recovers on restart.
+// Package state is the driver's prepare/unprepare state machine: one lock (a
+// mutex plus the node-wide checkpoint file lock), the checkpoint on disk as
+// the source of truth, and a fixed order of side effects so that a plugin
+// killed at any point recovers on restart.
 package state
 
 import (
@@ -56,15 +57,63 @@ type Options struct {
 type State struct {
 	opts Options
 	mu   sync.Mutex
-	cp   *checkpoint.Checkpoint
+	// cp is the checkpoint as of the last lock: valid only while mu and the
+	// checkpoint lock are held.
+	cp     *checkpoint.Checkpoint
+	closed bool
 }
 
-// New loads the checkpoint and recovers from whatever the last process left:
+// ErrClosed is returned by calls after Close.
+var ErrClosed = errors.New("the plugin is shutting down; retry with the other or the restarted plugin instance")
+
+// Close waits for the prepare or unprepare in progress, if any, to finish and
+// refuses later ones, so that a plugin shutting down leaves every claim either
+// completed or absent in the checkpoint, never half-prepared.
+func (s *State) Close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+}
+
+// lock takes the in-process mutex and the node-wide checkpoint lock, then
+// reloads the checkpoint from disk. During a rolling update two plugin
+// instances serve one node and either may prepare or unprepare any claim:
+// nothing may be trusted from memory across calls, or one instance would
+// overwrite a claim the other recorded (a lost claim) or miss a GPU the other
+// handed out (a double prepare). On an error nothing is held.
+func (s *State) lock(ctx context.Context) (unlock func(), err error) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, ErrClosed
+	}
+	unlockFile, err := s.opts.Store.Lock(ctx)
+	if err != nil {
+		s.mu.Unlock()
+		return nil, err
+	}
+	cp, err := s.opts.Store.Load(s.opts.BootID)
+	if err != nil {
+		unlockFile()
+		s.mu.Unlock()
+		return nil, err
+	}
+	s.cp = cp
+	return func() { unlockFile(); s.mu.Unlock() }, nil
+}
+
+// New loads the checkpoint and recovers from whatever the last process left
+// (under the checkpoint lock, see lock):
 // claims that never completed are rolled back (the kubelet retries them), CDI
 // specs of completed claims are rebuilt if missing, and after a reboot the
 // recorded GPU settings are forgotten (the GPUs are back to their defaults).
 func New(ctx context.Context, opts Options) (*State, error) {
 	logger := klog.FromContext(ctx)
+	unlock, err := opts.Store.Lock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	cp, err := opts.Store.Load(opts.BootID)
 	if err != nil {
 		return nil, err
@@ -114,9 +163,15 @@ func (s *State) hook(step Step) error {
 }
 
 // Claims returns a copy of the recorded claims, by UID.
+// They are read from disk, so they include claims that another instance of
+// the plugin prepared; when that fails, the last known claims are returned.
 func (s *State) Claims() map[string]checkpoint.Claim {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	if unlock, err := s.lock(context.Background()); err == nil {
+		defer unlock()
+	} else {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+	}
 	out := make(map[string]checkpoint.Claim, len(s.cp.Claims))
 	for k, v := range s.cp.Claims {
 		out[k] = v

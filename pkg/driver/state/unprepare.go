@@ -17,8 +17,11 @@ func (s *State) Unprepare(ctx context.Context, uid, namespace, name string) erro
 	logger := klog.FromContext(ctx).WithValues("claim", klog.KRef(namespace, name), "claimUID", uid)
 	ctx = klog.NewContext(ctx, logger)
 
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	unlock, err := s.lock(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 
 	if err := s.opts.CDI.Remove(uid); err != nil {
 		return err

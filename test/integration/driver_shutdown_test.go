@@ -1,0 +1,173 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rota-dev/rota/pkg/driver/checkpoint"
+	"github.com/rota-dev/rota/test/integration/framework"
+)
+
+// pluginBinary returns dra-kubelet-plugin from `make build` (ROTA_BIN_DIR),
+// or builds one for this test.
+func pluginBinary(t *testing.T) string {
+	t.Helper()
+	if dir := os.Getenv("ROTA_BIN_DIR"); dir != "" {
+		bin := filepath.Join(dir, "dra-kubelet-plugin")
+		if _, err := os.Stat(bin); err != nil {
+			t.Fatalf("ROTA_BIN_DIR=%s has no dra-kubelet-plugin binary (run 'make build'): %v", dir, err)
+		}
+		return bin
+	}
+	bin := filepath.Join(t.TempDir(), "dra-kubelet-plugin")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/dra-kubelet-plugin")
+	cmd.Dir = framework.RepoRoot(t)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/dra-kubelet-plugin: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// TestDriverGracefulShutdownOnSIGTERM runs the real binary against the test's
+// API server, prepares a claim, keeps the kubelet busy with prepares and
+// unprepares, and sends SIGTERM: the process exits 0 within a few seconds,
+// its sockets are gone (the kubelet's cue to unregister it), the checkpoint
+// loads and holds only completed claims whose CDI specs exist, and a
+// restarted plugin unprepares the claim prepared before the shutdown.
+func TestDriverGracefulShutdownOnSIGTERM(t *testing.T) {
+	bin := pluginBinary(t)
+	ctx := context.Background()
+	cp := framework.StartControlPlane(t)
+	cp.Create(t, framework.DeviceClass(), framework.Namespace("ml"))
+	// The first plugin is the binary; the in-process one is the restart.
+	n := startGPUNode(t, cp, "node-term", "l4x2", func(g *gpuNode) { g.external = true })
+
+	args := []string{"--node-name", n.name, "--mock-profile", "l4x2", "--kubeconfig", cp.Kubeconfig,
+		"--cdi-root", n.opts.CDIRoot, "--plugin-data-dir", n.opts.PluginDataDir, "--registrar-dir", n.opts.RegistrarDir,
+		"--boot-id-file", n.opts.BootIDFile, "--http-address", "", "--shutdown-timeout", "10s", "-v=2"}
+	var logs bytes.Buffer
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		err := <-exited // "signal: killed" if it was still running
+		if t.Failed() {
+			t.Logf("plugin exit: %v; output:\n%s", err, logs.String())
+		}
+	})
+	framework.WaitFor(t, "the plugin binary to register", func(ctx context.Context) (bool, string, error) {
+		info, err := n.getInfo(ctx)
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		return info.Name == framework.DriverName, info.String(), nil
+	})
+	framework.WaitFor(t, "the plugin binary to publish its slice", func(ctx context.Context) (bool, string, error) {
+		s, err := n.slice(ctx)
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		return len(s.Spec.Devices) == 2, "", nil
+	})
+	time.Sleep(time.Second) // the first publish returns after informer sync, polled about every second
+
+	before := n.allocatedClaim(ctx, "ml", "before", "", "gpu-0")
+	if _, err := n.prepare(ctx, before); err != nil {
+		t.Fatalf("prepare before shutdown: %v", err)
+	}
+	// The kubelet keeps calling while the signal arrives.
+	busy := n.allocatedClaim(ctx, "ml", "busy", `{"apiVersion":"gpu.rota.dev/v1alpha1","kind":"GpuConfig","sharing":{"strategy":"TimeSlicing","timeSlicing":{"timeSlice":"Long"}}}`, "gpu-1")
+	stopBusy := make(chan struct{})
+	busyDone := make(chan int)
+	go func() {
+		calls := 0
+		for {
+			select {
+			case <-stopBusy:
+				busyDone <- calls
+				return
+			default:
+			}
+			if _, err := n.prepare(ctx, busy); err == nil {
+				calls++
+			}
+			if err := n.unprepare(ctx, busy); err == nil {
+				calls++
+			}
+		}
+	}()
+	time.Sleep(200 * time.Millisecond)
+
+	sent := time.Now()
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		exited <- err // for the cleanup
+		if err != nil {
+			t.Fatalf("plugin exited with %v after SIGTERM, want status 0", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("plugin still running 15s after SIGTERM")
+	}
+	took := time.Since(sent)
+	close(stopBusy)
+	t.Logf("exit 0 %v after SIGTERM; %d successful kubelet calls before", took, <-busyDone)
+	if took > 5*time.Second {
+		t.Errorf("shutdown took %v, want a few seconds at most", took)
+	}
+	for _, sock := range []string{n.draSocket(), n.regSocket()} {
+		if _, err := os.Stat(sock); !os.IsNotExist(err) {
+			t.Errorf("socket %s left after shutdown: %v", sock, err)
+		}
+	}
+
+	// The checkpoint is loadable and consistent with the CDI specs on disk.
+	claims := n.checkpointClaims()
+	for uid, c := range claims {
+		if c.State != checkpoint.PrepareCompleted {
+			t.Errorf("claim %s/%s left %s by a graceful shutdown", c.Namespace, c.Name, c.State)
+		}
+		if _, err := os.Stat(filepath.Join(n.opts.CDIRoot, "k8s.gpu.rota.dev-claim_"+uid+".json")); err != nil {
+			t.Errorf("claim %s completed but its CDI spec is missing: %v", c.Name, err)
+		}
+	}
+	if _, ok := claims[string(before.UID)]; !ok {
+		t.Fatalf("claim prepared before the shutdown is not in the checkpoint: %v", claims)
+	}
+	specs, _ := filepath.Glob(filepath.Join(n.opts.CDIRoot, "*.json"))
+	if len(specs) != len(claims) {
+		t.Errorf("%d CDI specs on disk for %d checkpointed claims: %v", len(specs), len(claims), specs)
+	}
+
+	// A restarted plugin unprepares what the old process prepared.
+	n.stop()
+	n.start()
+	for _, c := range claims {
+		claim := before
+		if c.UID != string(before.UID) {
+			claim = busy
+		}
+		if err := n.unprepare(ctx, claim); err != nil {
+			t.Errorf("restarted plugin: unprepare %s: %v", c.Name, err)
+		}
+	}
+	if left := n.checkpointClaims(); len(left) != 0 {
+		t.Errorf("checkpoint not empty after unprepare: %v", left)
+	}
+	if _, err := os.Stat(n.cdiPath(before)); !os.IsNotExist(err) {
+		t.Errorf("CDI spec of the claim prepared before the shutdown left: %v", err)
+	}
+}
