@@ -101,9 +101,7 @@ func TestDriverFaultTaintsGPUAndSchedulerAvoidsIt(t *testing.T) {
 	if got := cp.PodClaim(t, pod, "gpu").Status.Allocation.Devices.Results[0].Device; got != "gpu-0" {
 		t.Errorf("second pod got %s after recovery, want gpu-0", got)
 	}
-	// Application XIDs (taint effect None) are covered by the health and
-	// resources unit tests: with --xid-hold-time disabled, as here, they clear
-	// on the next probe.
+	// Application XIDs (taint effect None): TestDriverApplicationXIDTaintIsInformational.
 }
 
 // TestDriverHealthStreamAndTaintsWithoutScheduler checks the two health
