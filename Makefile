@@ -65,9 +65,11 @@ BENCH_LABELS ?= performance
 BENCH ?= BenchmarkPerfScheduling
 .PHONY: bench-scheduler
 bench-scheduler: bin/etcd ## Scheduler throughput: stock vs Rota profile (scheduler_perf).
+	mkdir -p bin/bench-scheduler
 	PATH=$(CURDIR)/bin:$$PATH $(GO) test -tags benchscheduler ./test/bench/scheduler -run '^$$' \
 		-bench '$(BENCH)' -benchtime 1x -count $(BENCH_COUNT) -timeout 120m \
-		-args -perf-scheduling-label-filter=$(BENCH_LABELS) | tee bin/bench-scheduler.out
+		-args -perf-scheduling-label-filter=$(BENCH_LABELS) -data-items-dir=$(CURDIR)/bin/bench-scheduler \
+		| tee bin/bench-scheduler.out
 	$(GO) run ./test/bench/scheduler/summary < bin/bench-scheduler.out
 
 .PHONY: generate
