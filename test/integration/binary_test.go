@@ -41,11 +41,12 @@ func TestSchedulerBinaryBindsPod(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%s --version: %v\n%s", bin, err, version)
 	}
-	if !strings.Contains(string(version), "v1.37") {
-		t.Errorf("--version = %q, want the Kubernetes release it is built on", version)
-	}
-	if os.Getenv("ROTA_BIN_DIR") != "" && !strings.Contains(string(version), "+rota.") {
-		t.Errorf("--version = %q, want the Rota build after '+rota.' (set by the Makefile's ldflags)", version)
+	// The version is stamped by the Makefile's ldflags; a binary this test
+	// builds itself carries component-base's placeholder instead.
+	if os.Getenv("ROTA_BIN_DIR") != "" {
+		if !strings.Contains(string(version), "v1.37") || !strings.Contains(string(version), "+rota.") {
+			t.Errorf("--version = %q, want the Kubernetes release it is built on and the Rota build after '+rota.'", version)
+		}
 	}
 
 	cp := framework.StartControlPlane(t)
