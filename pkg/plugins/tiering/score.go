@@ -49,7 +49,7 @@ func less(a, b nodeRank) int {
 }
 
 // rankScores orders the nodes and gives each a distinct score for the first
-// fwk.MaxNodeScore+1 positions: MaxNodeScore for the best node, one less
+// fwk.MaxScore+1 positions: MaxScore for the best node, one less
 // for each next one, 0 from position 101 on. Only the best node's score
 // has to be unique, because the profile weights Tiering above the sum of
 // every other scorer's maximum: the node ranked first always has the
@@ -60,7 +60,7 @@ func rankScores(ranks []nodeRank) map[string]int64 {
 	slices.SortFunc(sorted, less)
 	scores := make(map[string]int64, len(sorted))
 	for i, r := range sorted {
-		scores[r.Node] = max(fwk.MaxNodeScore-int64(i), fwk.MinNodeScore)
+		scores[r.Node] = max(fwk.MaxScore-int64(i), fwk.MinScore)
 	}
 	return scores
 }
