@@ -51,11 +51,18 @@ func (cp *ControlPlane) SchedulerConfig(tb testing.TB) string {
 // stops before the control plane does.
 func (cp *ControlPlane) StartScheduler(tb testing.TB) {
 	tb.Helper()
+	cp.startSchedulerFrom(tb, cp.SchedulerConfig(tb))
+}
+
+// startSchedulerFrom runs the scheduler from the KubeSchedulerConfiguration
+// file at configFile.
+func (cp *ControlPlane) startSchedulerFrom(tb testing.TB, configFile string) {
+	tb.Helper()
 	logger := ktesting.NewLogger(tb, ktesting.NewConfig(ktesting.Verbosity(2)))
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logger))
 
 	opts := options.NewOptions()
-	opts.ConfigFile = cp.SchedulerConfig(tb)
+	opts.ConfigFile = configFile
 	opts.SecureServing.BindPort = 0 // no health/metrics endpoint in tests
 	if err := opts.ComponentGlobalsRegistry.Set(); err != nil {
 		cancel()

@@ -13,14 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/klog/v2"
-	"k8s.io/klog/v2/ktesting"
-	"k8s.io/kubernetes/cmd/kube-scheduler/app"
-	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
-
-	rotascheduler "github.com/rota-dev/rota/pkg/scheduler"
 )
 
 // UnhealthyTaint is the device taint Rota's driver puts on a failed GPU.
@@ -208,46 +202,4 @@ func (cp *ControlPlane) StartSchedulerWithout(tb testing.TB, plugins ...string) 
 		tb.Fatal(err)
 	}
 	cp.startSchedulerFrom(tb, path)
-}
-
-func (cp *ControlPlane) startSchedulerFrom(tb testing.TB, configFile string) {
-	tb.Helper()
-	logger := ktesting.NewLogger(tb, ktesting.NewConfig(ktesting.Verbosity(2)))
-	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logger))
-	opts := options.NewOptions()
-	opts.ConfigFile = configFile
-	opts.SecureServing.BindPort = 0
-	if err := opts.ComponentGlobalsRegistry.Set(); err != nil {
-		cancel()
-		tb.Fatalf("scheduler feature gates: %v", err)
-	}
-	cc, sched, err := app.Setup(ctx, opts, rotascheduler.PluginOptions()...)
-	if err != nil {
-		cancel()
-		tb.Fatalf("set up scheduler: %v", err)
-	}
-	cc.EventBroadcaster.StartRecordingToSink(ctx.Done())
-	cc.InformerFactory.Start(ctx.Done())
-	if cc.DynInformerFactory != nil {
-		cc.DynInformerFactory.Start(ctx.Done())
-	}
-	cc.InformerFactory.WaitForCacheSync(ctx.Done())
-	if cc.DynInformerFactory != nil {
-		cc.DynInformerFactory.WaitForCacheSync(ctx.Done())
-	}
-	if err := sched.WaitForHandlersSync(ctx); err != nil {
-		cancel()
-		tb.Fatalf("scheduler handlers not synced: %v", err)
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		sched.Run(ctx)
-	}()
-	tb.Cleanup(func() {
-		cancel()
-		<-done
-		cc.EventBroadcaster.Shutdown()
-		cc.InformerFactory.Shutdown()
-	})
 }
