@@ -15,7 +15,6 @@ export CGO_CFLAGS := -O2 -g -Wno-deprecated-declarations
 CONTROLLER_GEN_VERSION := v0.23.0
 GOLANGCI_LINT_VERSION := v2.15.0
 GOTESTSUM_VERSION := v1.13.0
-ETCD_VERSION := $(shell $(GO) list -m -f '{{.Version}}' go.etcd.io/etcd/server/v3 2>/dev/null)
 K8S_VERSION := $(shell $(GO) list -m -f '{{.Version}}' k8s.io/kubernetes 2>/dev/null)
 
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo unknown)
@@ -46,7 +45,7 @@ $(addprefix bin/,$(BINARIES)): bin/%: FORCE
 FORCE:
 
 .PHONY: test
-test: build bin/etcd $(TOOLS)/gotestsum ## Unit and integration tests.
+test: build $(TOOLS)/gotestsum ## Unit and integration tests.
 	ROTA_BIN_DIR=$(CURDIR)/bin gotestsum --format pkgname-and-test-fails -- \
 		-p $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) ./...
 
