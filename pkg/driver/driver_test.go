@@ -19,6 +19,7 @@ import (
 	"github.com/rota-dev/rota/pkg/driver/cdi"
 	"github.com/rota-dev/rota/pkg/driver/checkpoint"
 	"github.com/rota-dev/rota/pkg/driver/gpu"
+	"github.com/rota-dev/rota/pkg/driver/gpu/gputest"
 	"github.com/rota-dev/rota/pkg/driver/health"
 	"github.com/rota-dev/rota/pkg/driver/resources"
 	"github.com/rota-dev/rota/pkg/driver/state"
@@ -35,17 +36,7 @@ type fixture struct {
 func newFixture(t *testing.T) *fixture {
 	_, ctx := ktesting.NewTestContext(t)
 	clk := testingclock.NewFakeClock(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
-	m, err := gpu.NewMock("node-a", "l4x2", clk)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := gpu.Init(m); err != nil {
-		t.Fatal(err)
-	}
-	inv, err := gpu.Discover(m)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, inv := gputest.Inventory(t, "node-a", "l4x2", clk)
 	dir := t.TempDir()
 	store, _ := checkpoint.NewStore(filepath.Join(dir, "p"))
 	w, _ := cdi.NewWriter(filepath.Join(dir, "cdi"))

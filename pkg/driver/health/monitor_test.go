@@ -10,6 +10,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/rota-dev/rota/pkg/driver/gpu"
+	"github.com/rota-dev/rota/pkg/driver/gpu/gputest"
 )
 
 func TestMonitorFaultsAndRecovery(t *testing.T) {
@@ -47,17 +48,7 @@ func TestMonitorFaultsAndRecovery(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
 			ctx, cancel := context.WithCancel(ctx)
 			clk := testingclock.NewFakeClock(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
-			m, err := gpu.NewMock("node-a", "l4x2", clk)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := gpu.Init(m); err != nil {
-				t.Fatal(err)
-			}
-			inv, err := gpu.Discover(m)
-			if err != nil {
-				t.Fatal(err)
-			}
+			m, inv := gputest.Inventory(t, "node-a", "l4x2", clk)
 			mon := NewMonitor(m, &inv, clk, Options{ProbeInterval: time.Second, XIDHoldTime: time.Minute})
 			done := make(chan error)
 			go func() { done <- mon.Run(ctx) }()

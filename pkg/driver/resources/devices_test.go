@@ -12,22 +12,13 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/rota-dev/rota/pkg/driver/gpu"
+	"github.com/rota-dev/rota/pkg/driver/gpu/gputest"
 	"github.com/rota-dev/rota/pkg/driver/health"
 )
 
 func inventory(t *testing.T, profile string) gpu.Inventory {
 	t.Helper()
-	m, err := gpu.NewMock("node-a", profile, testingclock.NewFakeClock(time.Unix(0, 0)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := gpu.Init(m); err != nil {
-		t.Fatal(err)
-	}
-	inv, err := gpu.Discover(m)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, inv := gputest.Inventory(t, "node-a", profile, testingclock.NewFakeClock(time.Unix(0, 0)))
 	return inv
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/rota-dev/rota/pkg/driver/cdi"
 	"github.com/rota-dev/rota/pkg/driver/checkpoint"
 	"github.com/rota-dev/rota/pkg/driver/gpu"
+	"github.com/rota-dev/rota/pkg/driver/gpu/gputest"
 	"github.com/rota-dev/rota/pkg/driver/resources"
 	"github.com/rota-dev/rota/pkg/driver/timeslice"
 )
@@ -34,17 +35,7 @@ type env struct {
 
 func newEnv(t testing.TB, profile string) *env {
 	t.Helper()
-	m, err := gpu.NewMock(node, profile, testingclock.NewFakeClock(time.Unix(0, 0)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := gpu.Init(m); err != nil {
-		t.Fatal(err)
-	}
-	inv, err := gpu.Discover(m)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, inv := gputest.Inventory(t, node, profile, testingclock.NewFakeClock(time.Unix(0, 0)))
 	return &env{t: t, dir: t.TempDir(), inv: inv, setter: &timeslice.Recorder{}, bootID: "boot-1"}
 }
 
