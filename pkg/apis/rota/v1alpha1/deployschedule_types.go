@@ -50,6 +50,7 @@ const (
 // +kubebuilder:printcolumn:name="Targets",type=integer,JSONPath=`.status.targetCount`
 // +kubebuilder:printcolumn:name="Converged",type=integer,JSONPath=`.status.convergedCount`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Gate",type=string,JSONPath=`.status.gate`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type DeploySchedule struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -278,6 +279,13 @@ type DeployScheduleStatus struct {
 	// ConvergedCount is the number of targets at their current intent.
 	// +optional
 	ConvergedCount int32 `json:"convergedCount,omitempty"`
+	// Gate is the cluster-wide switch as last read: off, observe, on, or
+	// unreadable (treated as off).
+	// +optional
+	Gate string `json:"gate,omitempty"`
+	// LastPassTime is when the controller last evaluated this schedule.
+	// +optional
+	LastPassTime *metav1.Time `json:"lastPassTime,omitempty"`
 	// Targets is the status of each target.
 	// +optional
 	// +listType=map
@@ -286,18 +294,28 @@ type DeployScheduleStatus struct {
 }
 
 // TargetPhase is where a target stands in its current transition.
-// +kubebuilder:validation:Enum=Pending;Releasing;Acquiring;Converged;Waiting;Failed;Observed
+// +kubebuilder:validation:Enum=Pending;Releasing;Acquiring;Converged;Waiting;Failed;Observed;Drifted
 type TargetPhase string
 
 // Target phases.
 const (
-	TargetPhasePending   TargetPhase = "Pending"
+	// TargetPhasePending: a step is planned and waits for its turn.
+	TargetPhasePending TargetPhase = "Pending"
+	// TargetPhaseReleasing: a stop or scale-down was submitted and is converging.
 	TargetPhaseReleasing TargetPhase = "Releasing"
+	// TargetPhaseAcquiring: a start or scale-up was submitted and is converging.
 	TargetPhaseAcquiring TargetPhase = "Acquiring"
+	// TargetPhaseConverged: the workload is at the current intent.
 	TargetPhaseConverged TargetPhase = "Converged"
-	TargetPhaseWaiting   TargetPhase = "Waiting"
-	TargetPhaseFailed    TargetPhase = "Failed"
-	TargetPhaseObserved  TargetPhase = "Observed"
+	// TargetPhaseWaiting: an expected wait (CapacityWait, gate off).
+	TargetPhaseWaiting TargetPhase = "Waiting"
+	// TargetPhaseFailed: a terminal reason for the current interval, with a fix text.
+	TargetPhaseFailed TargetPhase = "Failed"
+	// TargetPhaseObserved: Observe mode (or the observe gate) computed the plan only.
+	TargetPhaseObserved TargetPhase = "Observed"
+	// TargetPhaseDrifted: the workload was changed by hand after convergence; it
+	// is reported, not reverted, until the intent changes.
+	TargetPhaseDrifted TargetPhase = "Drifted"
 )
 
 // TargetStatus reports one target: its intent, what was observed and the steps taken.
@@ -355,16 +373,26 @@ type ObservedWorkload struct {
 }
 
 // StepPhase is the crash-safety state of one step.
-// +kubebuilder:validation:Enum=Submitting;Accepted;Succeeded;Failed
+// +kubebuilder:validation:Enum=Planned;Submitting;Accepted;Succeeded;Failed
 type StepPhase string
 
 // Step phases: a step is recorded Submitting before its mutation, so a
 // controller that restarts can finish it exactly once.
 const (
+	StepPlanned    StepPhase = "Planned"
 	StepSubmitting StepPhase = "Submitting"
 	StepAccepted   StepPhase = "Accepted"
 	StepSucceeded  StepPhase = "Succeeded"
 	StepFailed     StepPhase = "Failed"
+)
+
+// StepGroup says whether a step frees capacity or takes it.
+type StepGroup string
+
+// Step groups.
+const (
+	StepGroupRelease StepGroup = "Release"
+	StepGroupAcquire StepGroup = "Acquire"
 )
 
 // TransitionStep is one release or acquire step.
@@ -377,12 +405,21 @@ type TransitionStep struct {
 	// +required
 	// +kubebuilder:validation:Enum=Stop;Start;Scale
 	Action string `json:"action"`
+	// Group is Release (stop, scale-down) or Acquire (start, scale-up); the
+	// transition order runs one group before the other.
+	// +required
+	// +kubebuilder:validation:Enum=Release;Acquire
+	Group StepGroup `json:"group"`
 	// +optional
 	Replicas *int32 `json:"replicas,omitempty"`
 	// +required
 	Phase StepPhase `json:"phase"`
 	// +optional
 	Reason string `json:"reason,omitempty"`
+	// Message explains the reason.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Message string `json:"message,omitempty"`
 	// +optional
 	SubmittedAt *metav1.Time `json:"submittedAt,omitempty"`
 	// +optional

@@ -116,6 +116,10 @@ func (in *DeployScheduleStatus) DeepCopyInto(out *DeployScheduleStatus) {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
 	}
+	if in.LastPassTime != nil {
+		in, out := &in.LastPassTime, &out.LastPassTime
+		*out = (*in).DeepCopy()
+	}
 	if in.Targets != nil {
 		in, out := &in.Targets, &out.Targets
 		*out = make([]TargetStatus, len(*in))
