@@ -283,6 +283,11 @@ type DeployScheduleStatus struct {
 	// unreadable (treated as off).
 	// +optional
 	Gate string `json:"gate,omitempty"`
+	// ApplyNowHandled is the last rota.dev/apply-now annotation value the
+	// controller acted on; a different value asks for a new attempt.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	ApplyNowHandled string `json:"applyNowHandled,omitempty"`
 	// LastPassTime is when the controller last evaluated this schedule.
 	// +optional
 	LastPassTime *metav1.Time `json:"lastPassTime,omitempty"`

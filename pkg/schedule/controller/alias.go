@@ -1,0 +1,52 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
+)
+
+// aliasGuard refuses to stop a target that serves an alias (a Service selects
+// its pods, or it carries rota.dev/alias=true) unless the intent consents to
+// downtime. If the check itself fails, the stop is refused too (fail closed).
+// A scale-down that keeps pods needs no consent.
+func (p *pass) aliasGuard(ctx context.Context, t *target, s *v1alpha1.TransitionStep) (reason, msg string) {
+	if s.Action != actionStop || t.interval.AllowDowntime || t.wl == nil {
+		return "", ""
+	}
+	alias, err := p.servesAlias(ctx, t.wl)
+	if err != nil {
+		return ReasonAliasBlocked, withFix(ReasonAliasBlocked, fmt.Sprintf(
+			"could not check whether %s %s serves an alias, so it keeps running: %v", t.wl.Kind, t.wl.Name, err))
+	}
+	if alias == "" {
+		return "", ""
+	}
+	return ReasonAliasBlocked, withFix(ReasonAliasBlocked, fmt.Sprintf(
+		"%s %s serves %s and the intent (window %s) does not allow downtime, so it keeps running", t.wl.Kind, t.wl.Name, alias, t.interval.Source))
+}
+
+// servesAlias names what makes wl an alias target ("" if nothing).
+func (p *pass) servesAlias(ctx context.Context, wl *workload) (string, error) {
+	if wl.Annotations[AnnotationAlias] == "true" {
+		return "the alias annotation " + AnnotationAlias, nil
+	}
+	svcs, err := p.c.opts.Client.CoreV1().Services(wl.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return "", fmt.Errorf("list Services: %w", err)
+	}
+	podLabels := labels.Set(wl.Template.Labels)
+	for _, svc := range svcs.Items {
+		if len(svc.Spec.Selector) == 0 {
+			continue
+		}
+		if labels.SelectorFromSet(svc.Spec.Selector).Matches(podLabels) {
+			return "Service " + svc.Name, nil
+		}
+	}
+	return "", nil
+}

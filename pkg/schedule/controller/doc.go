@@ -1,0 +1,29 @@
+// Package controller executes DeploySchedules (SPEC §5): on every pass it
+// evaluates a schedule with pkg/schedule at the injected clock's now, opens a
+// transition only when a target's intent interval is new, and drives the
+// transition's release and acquire steps to convergence or to a terminal reason
+// with a fix text.
+//
+// In-process API (used by cmd/schedule-controller and by the sandbox):
+//
+//	c, err := controller.New(controller.Options{
+//		Client:   kubeClient,      // kubernetes.Interface
+//		Dynamic:  dynamicClient,   // dynamic.Interface (DeploySchedules, GPUReservations, LeaderWorkerSets)
+//		Clock:    clk,             // k8s.io/utils/clock.WithTicker; a fake clock drives virtual time
+//		Recorder: recorder,        // events on DeploySchedules
+//		GateNamespace: "rota-system",
+//	})
+//	go c.Run(ctx, workers)         // informers + work queue until ctx ends
+//	requeue, err := c.Reconcile(ctx, namespace, name) // one pass, for tests and benchmarks
+//
+// Crash safety: each step is written to status as Submitting with its
+// idempotency key (schedule UID / target / interval start / step) before the
+// workload is changed, with optimistic concurrency on the status. The workload
+// update carries the key in the annotation rota.dev/transition-key, so a
+// controller that finds a step still Submitting recognises a mutation that
+// already happened and never applies it twice. Leader election only avoids
+// wasted work; correctness rests on the two compare-and-swaps.
+//
+// Failpoints lets tests stop a pass between Submitting and the mutation, and
+// between the mutation and Accepted, without sleeping.
+package controller

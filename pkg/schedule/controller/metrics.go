@@ -1,0 +1,42 @@
+package controller
+
+import (
+	"k8s.io/component-base/metrics"
+)
+
+// controllerMetrics are the controller's Prometheus metrics (SPEC §5.11).
+type controllerMetrics struct {
+	serving     *metrics.GaugeVec
+	boundaryLag *metrics.Histogram
+	actions     *metrics.CounterVec
+}
+
+func newMetrics(reg metrics.KubeRegistry) *controllerMetrics {
+	m := &controllerMetrics{
+		serving: metrics.NewGaugeVec(&metrics.GaugeOpts{
+			Namespace: "rota", Subsystem: "schedule", Name: "targets_serving",
+			Help:           "Targets of a DeploySchedule with at least one ready replica.",
+			StabilityLevel: metrics.ALPHA,
+		}, []string{"namespace", "schedule"}),
+		boundaryLag: metrics.NewHistogram(&metrics.HistogramOpts{
+			Namespace: "rota", Subsystem: "schedule", Name: "boundary_lag_seconds",
+			Help:           "Time from an intent boundary to the target converging on the new intent.",
+			Buckets:        metrics.ExponentialBuckets(1, 2, 14),
+			StabilityLevel: metrics.ALPHA,
+		}),
+		actions: metrics.NewCounterVec(&metrics.CounterOpts{
+			Namespace: "rota", Subsystem: "schedule", Name: "actions_total",
+			Help:           "Transition step outcomes by action (Stop, Start, Scale) and reason (Submitted, Converged, or a terminal reason).",
+			StabilityLevel: metrics.ALPHA,
+		}, []string{"action", "reason"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.serving, m.boundaryLag, m.actions)
+	} else {
+		// Unregistered metrics are no-ops until registered; create them so
+		// that the vectors can be used.
+		local := metrics.NewKubeRegistry()
+		local.MustRegister(m.serving, m.boundaryLag, m.actions)
+	}
+	return m
+}

@@ -1,0 +1,94 @@
+package controller
+
+import (
+	"errors"
+	"time"
+
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/component-base/metrics"
+	"k8s.io/utils/clock"
+)
+
+// Defaults of Options.
+const (
+	DefaultPassPeriod         = 30 * time.Second
+	DefaultProgressPeriod     = 5 * time.Second
+	DefaultLookback           = 8 * 24 * time.Hour
+	DefaultGateName           = "rota-schedule-gate"
+	DefaultStopTimeout        = 10 * time.Minute
+	DefaultCapacityTimeout    = 15 * time.Minute
+	DefaultReadinessTimeout   = 10 * time.Minute
+	DefaultUnschedulableGrace = 2 * time.Minute
+)
+
+// Options configure a Controller. Client, Dynamic, Clock and Recorder are
+// required; the rest have defaults.
+type Options struct {
+	Client   kubernetes.Interface
+	Dynamic  dynamic.Interface
+	Clock    clock.WithTicker
+	Recorder record.EventRecorder
+
+	// GateNamespace and GateName locate the ConfigMap holding the cluster-wide
+	// switch (key "mode": off, observe or on). Missing or unreadable means off.
+	GateNamespace string
+	GateName      string
+
+	// PassPeriod is how often every schedule is re-evaluated (eligibility,
+	// drift) when no boundary is nearer. Default 30s.
+	PassPeriod time.Duration
+	// ProgressPeriod is how often a schedule with a step in flight is looked at.
+	// Default 5s.
+	ProgressPeriod time.Duration
+	// Lookback bounds how far back a pass looks for the start of the current
+	// intent interval. Default 8 days.
+	Lookback time.Duration
+	// UnschedulableGrace is how long a started pod may be unschedulable before
+	// the step fails with StartUnschedulable. Default 2m.
+	UnschedulableGrace time.Duration
+
+	// Failpoints, when set, are called around every workload mutation.
+	Failpoints Failpoints
+	// Registry, when set, receives the controller's metrics.
+	Registry metrics.KubeRegistry
+}
+
+func (o *Options) defaultAndValidate() error {
+	var errs []error
+	if o.Client == nil {
+		errs = append(errs, errors.New("options: Client is required"))
+	}
+	if o.Dynamic == nil {
+		errs = append(errs, errors.New("options: Dynamic is required"))
+	}
+	if o.Clock == nil {
+		errs = append(errs, errors.New("options: Clock is required"))
+	}
+	if o.Recorder == nil {
+		errs = append(errs, errors.New("options: Recorder is required"))
+	}
+	if o.GateNamespace == "" {
+		errs = append(errs, errors.New("options: GateNamespace is required"))
+	}
+	if o.GateName == "" {
+		o.GateName = DefaultGateName
+	}
+	if o.PassPeriod <= 0 {
+		o.PassPeriod = DefaultPassPeriod
+	}
+	if o.ProgressPeriod <= 0 {
+		o.ProgressPeriod = DefaultProgressPeriod
+	}
+	if o.Lookback <= 0 {
+		o.Lookback = DefaultLookback
+	}
+	if o.UnschedulableGrace <= 0 {
+		o.UnschedulableGrace = DefaultUnschedulableGrace
+	}
+	if o.Failpoints == nil {
+		o.Failpoints = noFailpoints{}
+	}
+	return errors.Join(errs...)
+}

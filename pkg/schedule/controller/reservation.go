@@ -1,0 +1,118 @@
+package controller
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	resourceapi "k8s.io/api/resource/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// gpuDriver is Rota's DRA driver; its devices carry the uuid attribute.
+const gpuDriver = "gpu.rota.dev"
+
+// LabelPinnedFrom on a derived ResourceClaimTemplate names the template it
+// was pinned from.
+const LabelPinnedFrom = "rota.dev/pinned-from"
+
+// reservationUUIDs reads (only reads) the target's GPUReservation and returns
+// the UUIDs it holds, sorted.
+func (p *pass) reservationUUIDs(ctx context.Context, t *target) ([]string, error) {
+	r, err := getReservation(ctx, p.c.opts.Dynamic, p.ds.Namespace, t.spec.ReservationName)
+	if err != nil {
+		return nil, fmt.Errorf("Ineligible{%s}: %w", IneligibleReservation, err)
+	}
+	var uuids []string
+	for _, d := range r.Status.Devices {
+		if d.UUID != "" {
+			uuids = append(uuids, d.UUID)
+		}
+	}
+	if len(uuids) == 0 {
+		return nil, fmt.Errorf("Ineligible{%s}: GPUReservation %s holds no GPUs yet (phase %q)", IneligibleReservation, r.Name, r.Status.Phase)
+	}
+	sort.Strings(uuids)
+	return uuids, nil
+}
+
+// pinSpec returns spec with every device request (and firstAvailable
+// subrequest) restricted to the given GPU UUIDs by a CEL selector.
+func pinSpec(spec resourceapi.ResourceClaimSpec, uuids []string) resourceapi.ResourceClaimSpec {
+	out := *spec.DeepCopy()
+	quoted := make([]string, len(uuids))
+	for i, u := range uuids {
+		quoted[i] = strconv.Quote(u)
+	}
+	sel := resourceapi.DeviceSelector{CEL: &resourceapi.CELDeviceSelector{Expression: fmt.Sprintf(
+		"device.driver == %q && device.attributes[%q].uuid in [%s]", gpuDriver, gpuDriver, strings.Join(quoted, ", "))}}
+	for i := range out.Devices.Requests {
+		r := &out.Devices.Requests[i]
+		if r.Exactly != nil {
+			r.Exactly.Selectors = append(r.Exactly.Selectors, sel)
+		}
+		for j := range r.FirstAvailable {
+			r.FirstAvailable[j].Selectors = append(r.FirstAvailable[j].Selectors, sel)
+		}
+	}
+	return out
+}
+
+// pinToReservation makes sure a pinned copy of each of the workload's claim
+// templates exists (templates are immutable, so the copy has a name derived
+// from the original and the UUIDs) and returns pod claim -> template name for
+// the workload update. Creating the copy is idempotent.
+func (p *pass) pinToReservation(ctx context.Context, t *target, wl *workload) (map[string]string, error) {
+	uuids, err := p.reservationUUIDs(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256([]byte(strings.Join(uuids, ",")))
+	suffix := "-pin-" + hex.EncodeToString(sum[:])[:10]
+	client := p.c.opts.Client.ResourceV1().ResourceClaimTemplates(wl.Namespace)
+	out := map[string]string{}
+	for _, rc := range wl.Template.Spec.ResourceClaims {
+		if rc.ResourceClaimTemplateName == nil {
+			continue
+		}
+		tmpl, err := client.Get(ctx, *rc.ResourceClaimTemplateName, metav1.GetOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("get ResourceClaimTemplate %s: %w", *rc.ResourceClaimTemplateName, err)
+		}
+		base := tmpl
+		if orig := tmpl.Labels[LabelPinnedFrom]; orig != "" {
+			if base, err = client.Get(ctx, orig, metav1.GetOptions{}); err != nil {
+				return nil, fmt.Errorf("get ResourceClaimTemplate %s: %w", orig, err)
+			}
+		}
+		name := truncateName(base.Name, suffix)
+		out[rc.Name] = name
+		if name == tmpl.Name {
+			continue
+		}
+		pinned := &resourceapi.ResourceClaimTemplate{
+			ObjectMeta: metav1.ObjectMeta{
+				Name: name, Namespace: wl.Namespace,
+				Labels:      map[string]string{LabelPinnedFrom: base.Name},
+				Annotations: map[string]string{"rota.dev/reservation": t.spec.ReservationName},
+			},
+			Spec: resourceapi.ResourceClaimTemplateSpec{ObjectMeta: base.Spec.ObjectMeta, Spec: pinSpec(base.Spec.Spec, uuids)},
+		}
+		if _, err := client.Create(ctx, pinned, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return nil, fmt.Errorf("create pinned ResourceClaimTemplate %s: %w", name, err)
+		}
+	}
+	return out, nil
+}
+
+func truncateName(base, suffix string) string {
+	if len(base)+len(suffix) > 253 {
+		base = base[:253-len(suffix)]
+	}
+	return base + suffix
+}

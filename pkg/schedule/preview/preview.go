@@ -1,0 +1,213 @@
+// Package preview answers, read-only, whether N more pods with given
+// ResourceClaims fit the GPU pool now: it runs the real DRA structured
+// allocator (k8s.io/dynamic-resource-allocation/structured) node by node
+// against the current ResourceSlices and the devices already allocated, so a
+// pool whose free GPUs are split across nodes (fragmentation) is answered
+// correctly. It writes nothing; the scheduler still makes the real placement.
+package preview
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/dynamic-resource-allocation/cel"
+	"k8s.io/dynamic-resource-allocation/structured"
+)
+
+// Inputs is a snapshot of the cluster's DRA state.
+type Inputs struct {
+	Nodes   []*v1.Node
+	Slices  []*resourceapi.ResourceSlice
+	Claims  []*resourceapi.ResourceClaim
+	Classes []*resourceapi.DeviceClass
+}
+
+// Demand is Pods more pods, each needing fresh ResourceClaims with the specs
+// in PodClaims (one entry per claim a pod gets from a template).
+type Demand struct {
+	PodClaims []resourceapi.ResourceClaimSpec
+	Pods      int
+}
+
+// Result says whether the demand fits and where.
+type Result struct {
+	Fits bool
+	// Nodes is the node chosen for each placed pod, in order.
+	Nodes []string
+	// Message explains the answer with numbers.
+	Message string
+}
+
+// Previewer holds what can be reused across previews.
+type Previewer struct {
+	features structured.Features
+	celCache *cel.Cache
+}
+
+// New returns a Previewer with the allocator features that Kubernetes 1.37
+// enables by default for DRA.
+func New() *Previewer {
+	return &Previewer{
+		features: structured.Features{
+			AdminAccess:            true,
+			ConsumableCapacity:     true,
+			DeviceBindingAndStatus: true,
+			DeviceTaints:           true,
+			PartitionableDevices:   true,
+			PrioritizedList:        true,
+		},
+		celCache: cel.NewCache(32, cel.Features{EnableConsumableCapacity: true}),
+	}
+}
+
+// Check places the demand pod by pod, each on the first node (by name) where
+// the allocator finds devices for all of the pod's claims, counting the
+// devices given to earlier pods of the demand as taken.
+func (p *Previewer) Check(ctx context.Context, in Inputs, d Demand) (Result, error) {
+	if d.Pods <= 0 || len(d.PodClaims) == 0 {
+		return Result{Fits: true, Message: "no devices needed"}, nil
+	}
+	allocated := sets.New[structured.DeviceID]()
+	for _, c := range in.Claims {
+		if c.Status.Allocation == nil {
+			continue
+		}
+		for _, r := range c.Status.Allocation.Devices.Results {
+			allocated.Insert(structured.MakeDeviceID(r.Driver, r.Pool, r.Device))
+		}
+	}
+	nodes := schedulableNodes(in.Nodes)
+	nodeSlices, shared := slicesByNode(in.Slices)
+	classes := classLister(in.Classes)
+	var res Result
+	for pod := 0; pod < d.Pods; pod++ {
+		claims := podClaims(d.PodClaims, pod)
+		placed := false
+		for _, node := range nodes {
+			slices := append(append([]*resourceapi.ResourceSlice{}, shared...), nodeSlices[node.Name]...)
+			if len(slices) == 0 {
+				continue
+			}
+			state := structured.AllocatedState{
+				AllocatedDevices:         allocated,
+				AllocatedSharedDeviceIDs: sets.New[structured.SharedDeviceID](),
+				AggregatedCapacity:       structured.NewConsumedCapacityCollection(),
+			}
+			alloc, err := structured.NewAllocator(ctx, p.features, state, classes, slices, p.celCache)
+			if err != nil {
+				return Result{}, fmt.Errorf("create allocator: %w", err)
+			}
+			results, err := alloc.Allocate(ctx, node, claims)
+			if err != nil {
+				return Result{}, fmt.Errorf("preview allocation on node %s: %w", node.Name, err)
+			}
+			if len(results) != len(claims) {
+				continue
+			}
+			for _, r := range results {
+				for _, dev := range r.Devices.Results {
+					allocated.Insert(structured.MakeDeviceID(dev.Driver, dev.Pool, dev.Device))
+				}
+			}
+			res.Nodes = append(res.Nodes, node.Name)
+			placed = true
+			break
+		}
+		if !placed {
+			res.Message = fmt.Sprintf("%d of %d pods fit; free devices per node: %s",
+				pod, d.Pods, freeSummary(in.Slices, allocated))
+			return res, nil
+		}
+	}
+	res.Fits = true
+	res.Message = fmt.Sprintf("%d pods fit on %s", d.Pods, strings.Join(res.Nodes, ", "))
+	return res, nil
+}
+
+func schedulableNodes(nodes []*v1.Node) []*v1.Node {
+	out := make([]*v1.Node, 0, len(nodes))
+	for _, n := range nodes {
+		if !n.Spec.Unschedulable && n.DeletionTimestamp == nil {
+			out = append(out, n)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+func slicesByNode(slices []*resourceapi.ResourceSlice) (map[string][]*resourceapi.ResourceSlice, []*resourceapi.ResourceSlice) {
+	byNode := map[string][]*resourceapi.ResourceSlice{}
+	var shared []*resourceapi.ResourceSlice
+	for _, s := range slices {
+		if s.Spec.NodeName != nil && *s.Spec.NodeName != "" {
+			byNode[*s.Spec.NodeName] = append(byNode[*s.Spec.NodeName], s)
+		} else if s.Spec.AllNodes != nil && *s.Spec.AllNodes || s.Spec.NodeSelector != nil {
+			shared = append(shared, s)
+		}
+	}
+	return byNode, shared
+}
+
+// podClaims builds the unallocated claims of the pod-th pod of a demand.
+func podClaims(specs []resourceapi.ResourceClaimSpec, pod int) []*resourceapi.ResourceClaim {
+	out := make([]*resourceapi.ResourceClaim, len(specs))
+	for i := range specs {
+		c := &resourceapi.ResourceClaim{Spec: *specs[i].DeepCopy()}
+		c.Name = fmt.Sprintf("preview-%d-%d", pod, i)
+		c.UID = types.UID(fmt.Sprintf("preview-uid-%d-%d", pod, i))
+		out[i] = c
+	}
+	return out
+}
+
+// freeSummary lists, per node, how many published devices are not allocated.
+func freeSummary(slices []*resourceapi.ResourceSlice, allocated sets.Set[structured.DeviceID]) string {
+	free := map[string]int{}
+	for _, s := range slices {
+		node := "(shared)"
+		if s.Spec.NodeName != nil {
+			node = *s.Spec.NodeName
+		}
+		if _, ok := free[node]; !ok {
+			free[node] = 0
+		}
+		for _, d := range s.Spec.Devices {
+			if !allocated.Has(structured.MakeDeviceID(s.Spec.Driver, s.Spec.Pool.Name, d.Name)) {
+				free[node]++
+			}
+		}
+	}
+	names := make([]string, 0, len(free))
+	for n := range free {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	parts := make([]string, 0, len(names))
+	for _, n := range names {
+		parts = append(parts, fmt.Sprintf("%s=%d", n, free[n]))
+	}
+	if len(parts) == 0 {
+		return "no ResourceSlices published"
+	}
+	return strings.Join(parts, ", ")
+}
+
+type classLister []*resourceapi.DeviceClass
+
+func (l classLister) List() ([]*resourceapi.DeviceClass, error) { return l, nil }
+
+func (l classLister) Get(name string) (*resourceapi.DeviceClass, error) {
+	for _, c := range l {
+		if c.Name == name {
+			return c, nil
+		}
+	}
+	return nil, apierrors.NewNotFound(resourceapi.Resource("deviceclasses"), name)
+}
