@@ -1,20 +1,18 @@
-package framework
+package controlplane
 
 import (
 	"fmt"
 	"net/url"
-	"testing"
 	"time"
 
 	"go.etcd.io/etcd/server/v3/embed"
 )
 
-// startEtcd runs etcd in-process on loopback ports chosen by the kernel and
-// returns its client URL. It stops when the test ends.
-func startEtcd(tb testing.TB) string {
-	tb.Helper()
+// startEtcd runs etcd in-process in dir on loopback ports chosen by the
+// kernel. It returns the client URL and a function that stops etcd.
+func startEtcd(dir string) (string, func(), error) {
 	cfg := embed.NewConfig()
-	cfg.Dir = tb.TempDir()
+	cfg.Dir = dir
 	local := url.URL{Scheme: "http", Host: "127.0.0.1:0"}
 	cfg.ListenClientUrls = []url.URL{local}
 	cfg.AdvertiseClientUrls = []url.URL{local}
@@ -25,15 +23,16 @@ func startEtcd(tb testing.TB) string {
 
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {
-		tb.Fatalf("start embedded etcd: %v", err)
+		return "", nil, fmt.Errorf("start embedded etcd: %w", err)
 	}
-	tb.Cleanup(e.Close)
 	select {
 	case <-e.Server.ReadyNotify():
 	case err := <-e.Err():
-		tb.Fatalf("embedded etcd failed: %v", err)
+		e.Close()
+		return "", nil, fmt.Errorf("embedded etcd failed: %w", err)
 	case <-time.After(30 * time.Second):
-		tb.Fatal("embedded etcd not ready after 30s")
+		e.Close()
+		return "", nil, fmt.Errorf("embedded etcd not ready after 30s")
 	}
-	return fmt.Sprintf("http://%s", e.Clients[0].Addr().String())
+	return fmt.Sprintf("http://%s", e.Clients[0].Addr().String()), e.Close, nil
 }

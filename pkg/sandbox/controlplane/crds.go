@@ -1,0 +1,56 @@
+package controlplane
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/yaml"
+)
+
+// InstallCRDs creates every CRD in dir (manifests/crds) and waits until each
+// is established.
+func (cp *ControlPlane) InstallCRDs(ctx context.Context, dir string) error {
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil {
+		return fmt.Errorf("listing CRDs: %w", err)
+	}
+	if len(files) == 0 {
+		return fmt.Errorf("no CRDs in %s (run 'make generate')", dir)
+	}
+	crds := cp.Extensions.ApiextensionsV1().CustomResourceDefinitions()
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return fmt.Errorf("read CRD: %w", err)
+		}
+		var crd apiextensionsv1.CustomResourceDefinition
+		if err := yaml.UnmarshalStrict(data, &crd); err != nil {
+			return fmt.Errorf("decode %s: %w", file, err)
+		}
+		if _, err := crds.Create(ctx, &crd, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("create CRD %s: %w", crd.Name, err)
+		}
+		err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+			got, err := crds.Get(ctx, crd.Name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			for _, c := range got.Status.Conditions {
+				if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+		if err != nil {
+			return fmt.Errorf("CRD %s not established: %w", crd.Name, err)
+		}
+	}
+	return nil
+}
