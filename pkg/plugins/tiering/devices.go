@@ -33,6 +33,9 @@ type inventory struct {
 	nodeSlices   map[string][]*resourceapi.ResourceSlice
 	sharedSlices []*resourceapi.ResourceSlice
 	state        structured.AllocatedState
+	// complexNodes are the nodes the fast path must leave to the
+	// allocator (see fastpath.go).
+	complexNodes map[string]bool
 }
 
 // slicesFor returns every slice that can offer devices to node.
@@ -97,6 +100,7 @@ func (pl *Tiering) snapshotInventory(ctx context.Context) (*inventory, error) {
 			}
 		}
 	}
+	inv.markComplexNodes()
 	return inv, nil
 }
 

@@ -122,6 +122,9 @@ func (pl *Tiering) PreScore(ctx context.Context, cs fwk.CycleState, pod *v1.Pod,
 
 // rankNode computes one node's rank. It is safe for concurrent use.
 func (pl *Tiering) rankNode(ctx context.Context, s *preFilterState, inv *inventory, node *v1.Node, matchers *sync.Map) (nodeRank, error) {
+	if inv.fastPathFor(s, node.Name) {
+		return pl.rankByCounting(ctx, s, inv, node.Name, matchers)
+	}
 	r := nodeRank{Node: node.Name}
 	// The allocator scans every slice it is given on each call. Given only
 	// the slices that can offer devices to this node, it finds the same

@@ -124,6 +124,9 @@ type tieredRequest struct {
 type preFilterState struct {
 	claims   []*resourceapi.ResourceClaim
 	requests []tieredRequest
+	// simple is true when the claims have the shape the fast path ranks
+	// by counting devices (see fastpath.go).
+	simple bool
 }
 
 func (s *preFilterState) Clone() fwk.StateData { return s }
@@ -166,6 +169,7 @@ func (pl *Tiering) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod
 	if len(s.requests) == 0 {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
+	s.simple = simpleClaimShape(s.claims)
 	klog.FromContext(ctx).V(5).Info("Tiered claims", "pod", klog.KObj(pod), "claims", klog.KObjSlice(s.claims))
 	cs.Write(preFilterStateKey, s)
 	return nil, nil
