@@ -18,5 +18,5 @@ type Failpoints interface {
 
 type noFailpoints struct{}
 
-func (noFailpoints) BeforeMutation(context.Context, string) error     { return nil }
+func (noFailpoints) BeforeMutation(context.Context, string) error      { return nil }
 func (noFailpoints) AfterMutation(context.Context, string, bool) error { return nil }

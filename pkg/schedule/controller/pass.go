@@ -53,7 +53,7 @@ type target struct {
 }
 
 type event struct {
-	warning        bool
+	warning         bool
 	reason, message string
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/klog/v2"
@@ -142,6 +143,9 @@ func (p *pass) changeFor(ctx context.Context, t *target, s *v1alpha1.TransitionS
 }
 
 func (p *pass) failStep(t *target, s *v1alpha1.TransitionStep, reason, msg string) {
+	if !strings.Contains(msg, "Fix: ") {
+		msg = withFix(reason, msg)
+	}
 	s.Phase, s.Reason, s.Message, s.CompletedAt = v1alpha1.StepFailed, reason, truncate(msg, 1024), p.nowTime()
 	p.c.metrics.actions.WithLabelValues(s.Action, reason).Inc()
 }
