@@ -15,6 +15,7 @@ import (
 // Rejection reasons, per node and tier, as users read them.
 const (
 	reasonNoFreeDevice   = "no free device"
+	reasonTooFewFree     = "too few free devices"
 	reasonConstraint     = "constraint not met"
 	reasonNodeRejected   = "node rejected"
 	reasonClaimUnmet     = "claim constraints not met together"
@@ -178,6 +179,10 @@ func (pl *Tiering) judgeTier(ctx context.Context, inv *inventory, node string, t
 		return tierVerdict{}, nil
 	case tainted > 0 && free+tainted >= need:
 		return tierVerdict{reason: reasonTaintedPrefix + taintKey, metric: metricReasonTainted}, nil
+	case free > 0:
+		// Some matching devices are free, not as many as the tier asks
+		// for at once: a capacity shortfall, not an empty node.
+		return tierVerdict{reason: fmt.Sprintf("%s (%d needed)", reasonTooFewFree, need), metric: "capacity"}, nil
 	default:
 		return tierVerdict{reason: reasonNoFreeDevice, metric: "no_free_device"}, nil
 	}

@@ -25,6 +25,8 @@ func TestTierSummaryString(t *testing.T) {
 func TestPostFilterExplains(t *testing.T) {
 	tests := map[string]struct {
 		slices []*resourceapi.ResourceSlice
+		used   []*resourceapi.ResourceClaim
+		count  int64
 		want   string
 	}{
 		"L4 only: the constraint is named": {
@@ -40,6 +42,13 @@ func TestPostFilterExplains(t *testing.T) {
 			want: `Tiering (policy test-v1): tier 1/2 h100: 0 of 2 nodes — 1 no free device (no devices published), 1 tainted gpu.rota.dev/unhealthy; ` +
 				`tier 2/2 a100: 0 of 2 nodes — 1 constraint not met: device.attributes["gpu.rota.dev"].model == "A100", 1 no free device (no devices published)`,
 		},
+		"two H100s asked, one free: a shortfall, not an empty node": {
+			slices: []*resourceapi.ResourceSlice{testSlice("node-a", gpus("H100", 80, 2)...)},
+			used:   []*resourceapi.ResourceClaim{allocatedClaim("busy", "node-a", "gpu-0")},
+			count:  2,
+			want: `Tiering (policy test-v1): tier 1/2 h100: 0 of 1 nodes — 1 too few free devices (2 needed); ` +
+				`tier 2/2 a100: 0 of 1 nodes — 1 constraint not met: device.attributes["gpu.rota.dev"].model == "A100"`,
+		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -47,7 +56,7 @@ func TestPostFilterExplains(t *testing.T) {
 			for _, s := range tc.slices {
 				nodes = append(nodes, testNode(*s.Spec.NodeName))
 			}
-			e := newEnv(t, nodes, tc.slices, []*resourceapi.ResourceClaim{tieredClaim("p", 1, "H100", "A100")})
+			e := newEnv(t, nodes, tc.slices, append(tc.used, tieredClaim("p", max(tc.count, 1), "H100", "A100")))
 			pod := testPod("p")
 			scores, cs := e.cycle(t, pod)
 			if len(scores) != 0 {
