@@ -27,7 +27,10 @@ func TestMain(m *testing.M) {
 }
 
 func registry() frameworkruntime.Registry {
-	return frameworkruntime.Registry{tiering.Name: tiering.New}
+	return frameworkruntime.Registry{
+		tiering.Name: tiering.New,
+		observerName: newTierObserver(os.Stdout),
+	}
 }
 
 // BenchmarkPerfScheduling runs every test case of performance-config.yaml

@@ -1,6 +1,7 @@
 // Command summary reads `go test -bench` output of the scheduler benchmark
 // (test/bench/scheduler) and prints, per workload, the median scheduling
-// throughput of the stock and the Rota profile and their ratio.
+// throughput of the stock and the Rota profile, their ratio, and the share
+// of pods each profile placed on each firstAvailable tier.
 package main
 
 import (
@@ -13,7 +14,18 @@ import (
 	"strings"
 )
 
-const metric = "SchedulingThroughput/Average"
+const (
+	metric = "SchedulingThroughput/Average"
+	// tierLine starts each line the harness's tier observer prints for a
+	// bound pod: "rota-bench-tier <tier>/<tiers>".
+	tierLine = "rota-bench-tier"
+)
+
+// result is what one workload measured under one profile.
+type result struct {
+	throughput []float64
+	tiers      map[int]int // 1-based tier -> pods; 0 = no tiered claim
+}
 
 func main() {
 	if err := run(os.Stdin, os.Stdout); err != nil {
@@ -23,8 +35,13 @@ func main() {
 }
 
 func run(in io.Reader, out io.Writer) error {
-	// workload -> profile -> samples
-	samples := map[string]map[string][]float64{}
+	// workload -> profile -> result
+	samples := map[string]map[string]*result{}
+	// Tier lines come while a run is in progress; the run's throughput line
+	// follows them, so the lines seen since the previous throughput line
+	// belong to the run that reports next. (With -benchtime 1x, go test
+	// prints a benchmark's name after its first run and before later ones.)
+	pending := map[int]int{}
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	// go test prints a benchmark's name when it starts and its metrics when
@@ -33,6 +50,15 @@ func run(in io.Reader, out io.Writer) error {
 	var current string
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
+		if len(fields) == 2 && fields[0] == tierLine {
+			tier, _, _ := strings.Cut(fields[1], "/")
+			n, err := strconv.Atoi(tier)
+			if err != nil {
+				return fmt.Errorf("bad tier line %q: %w", sc.Text(), err)
+			}
+			pending[n]++
+			continue
+		}
 		if len(fields) > 0 && strings.HasPrefix(fields[0], "BenchmarkPerfScheduling/") {
 			current = fields[0]
 		}
@@ -50,9 +76,18 @@ func run(in io.Reader, out io.Writer) error {
 			}
 			key := family + "/" + workload
 			if samples[key] == nil {
-				samples[key] = map[string][]float64{}
+				samples[key] = map[string]*result{}
 			}
-			samples[key][profile] = append(samples[key][profile], v)
+			r := samples[key][profile]
+			if r == nil {
+				r = &result{tiers: map[int]int{}}
+				samples[key][profile] = r
+			}
+			r.throughput = append(r.throughput, v)
+			for t, n := range pending {
+				r.tiers[t] += n
+			}
+			clear(pending)
 		}
 	}
 	if err := sc.Err(); err != nil {
@@ -63,16 +98,53 @@ func run(in io.Reader, out io.Writer) error {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	fmt.Fprintf(out, "%-40s %6s %14s %14s %7s\n", "workload", "runs", "stock pods/s", "rota pods/s", "ratio")
+	row := func(format string, args ...any) {
+		fmt.Fprintln(out, strings.TrimRight(fmt.Sprintf(format, args...), " "))
+	}
+	row("%-32s %5s %12s %12s %6s  %-18s %s", "workload", "runs", "stock pods/s", "rota pods/s", "ratio", "stock pods/tier", "rota pods/tier")
 	for _, k := range keys {
 		stock, rota := samples[k]["Stock"], samples[k]["Rota"]
-		ratio := "n/a"
-		if len(stock) > 0 && len(rota) > 0 && median(stock) > 0 {
-			ratio = fmt.Sprintf("%.2f", median(rota)/median(stock))
+		if stock == nil {
+			stock = &result{}
 		}
-		fmt.Fprintf(out, "%-40s %6s %14.1f %14.1f %7s\n", k, fmt.Sprintf("%d/%d", len(stock), len(rota)), median(stock), median(rota), ratio)
+		if rota == nil {
+			rota = &result{}
+		}
+		ratio := "n/a"
+		if len(stock.throughput) > 0 && len(rota.throughput) > 0 && median(stock.throughput) > 0 {
+			ratio = fmt.Sprintf("%.2f", median(rota.throughput)/median(stock.throughput))
+		}
+		row("%-32s %5s %12.1f %12.1f %6s  %-18s %s", k,
+			fmt.Sprintf("%d/%d", len(stock.throughput), len(rota.throughput)),
+			median(stock.throughput), median(rota.throughput), ratio, tierShares(stock.tiers), tierShares(rota.tiers))
 	}
 	return nil
+}
+
+// tierShares formats pods per tier as "t1 100%", "t1 62% t2 38%"; tier 0
+// (no tiered claim) as "untiered".
+func tierShares(tiers map[int]int) string {
+	total := 0
+	for _, n := range tiers {
+		total += n
+	}
+	if total == 0 {
+		return "-"
+	}
+	keys := make([]int, 0, len(tiers))
+	for t := range tiers {
+		keys = append(keys, t)
+	}
+	slices.Sort(keys)
+	parts := make([]string, 0, len(keys))
+	for _, t := range keys {
+		name := fmt.Sprintf("t%d", t)
+		if t == 0 {
+			name = "untiered"
+		}
+		parts = append(parts, fmt.Sprintf("%s %.0f%%", name, 100*float64(tiers[t])/float64(total)))
+	}
+	return strings.Join(parts, " ")
 }
 
 // parseName splits "BenchmarkPerfScheduling/MixedGPUsRota/500nodes_1000pods-2"

@@ -1,0 +1,84 @@
+//go:build benchscheduler
+
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/dynamic-resource-allocation/resourceclaim"
+	fwk "k8s.io/kube-scheduler/framework"
+)
+
+// observerName is a PostBind-only probe enabled in both benchmark profiles.
+// For every bound pod it prints which firstAvailable tier its devices were
+// granted at, so the summary can put the share of pods on each tier beside
+// each profile's throughput. It changes no decision.
+const observerName = "BenchTierObserver"
+
+// tierLinePrefix starts each line the observer prints:
+// "rota-bench-tier <tier>/<tiers>", tier 1-based, "0/0" for no tiered claim.
+const tierLinePrefix = "rota-bench-tier"
+
+type tierObserver struct {
+	dra fwk.SharedDRAManager
+	mu  *sync.Mutex
+	out io.Writer
+}
+
+func newTierObserver(out io.Writer) func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) {
+	mu := &sync.Mutex{}
+	return func(_ context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+		return &tierObserver{dra: h.SharedDRAManager(), mu: mu, out: out}, nil
+	}
+}
+
+func (o *tierObserver) Name() string { return observerName }
+
+func (o *tierObserver) PostBind(_ context.Context, _ fwk.CycleState, pod *v1.Pod, _ string) {
+	tier, tiers := 0, 0
+	for i := range pod.Spec.ResourceClaims {
+		name, _, err := resourceclaim.Name(pod, &pod.Spec.ResourceClaims[i])
+		if err != nil || name == nil {
+			continue
+		}
+		claim, err := o.dra.ResourceClaims().Get(pod.Namespace, *name)
+		if err != nil || claim.Status.Allocation == nil {
+			continue
+		}
+		for _, res := range claim.Status.Allocation.Devices.Results {
+			if t, n, ok := subrequestRank(claim, res.Request); ok {
+				tier, tiers = max(tier, t), n
+			}
+		}
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	fmt.Fprintf(o.out, "%s %d/%d\n", tierLinePrefix, tier, tiers)
+}
+
+// subrequestRank returns the 1-based position of "<request>/<sub>" in the
+// request's firstAvailable list and the list's length.
+func subrequestRank(claim *resourceapi.ResourceClaim, ref string) (int, int, bool) {
+	reqName, sub, ok := strings.Cut(ref, "/")
+	if !ok {
+		return 0, 0, false
+	}
+	for _, req := range claim.Spec.Devices.Requests {
+		if req.Name != reqName {
+			continue
+		}
+		for i, s := range req.FirstAvailable {
+			if s.Name == sub {
+				return i + 1, len(req.FirstAvailable), true
+			}
+		}
+	}
+	return 0, 0, false
+}
