@@ -20,9 +20,15 @@ const (
 	reasonNodeRejected   = "node rejected"
 	reasonClaimUnmet     = "claim constraints not met together"
 	reasonTaintedPrefix  = "tainted "
+	reasonReserved       = "reserved"
 	metricReasonTainted  = "tainted"
 	metricReasonNodeFilt = "node_rejected"
 )
+
+// reservedTaintKey is the device taint a GPUReservation puts on the GPUs it
+// holds (pkg/reservation.TaintKey), valued "<namespace>.<name>". Tiering
+// names such GPUs "reserved" rather than "tainted".
+const reservedTaintKey = "rota.dev/reserved"
 
 // tierVerdict is the outcome of one tier on one node: "" when the tier's
 // devices are free there, else a reason.
@@ -142,7 +148,7 @@ func (pl *Tiering) summarizeTier(ctx context.Context, inv *inventory, nodes []fw
 // for the tier, and if not, the reason that explains most of the gap.
 func (pl *Tiering) judgeTier(ctx context.Context, inv *inventory, node string, tier tierChoice, m *matcher) (tierVerdict, error) {
 	var matching, free, tainted int
-	var taintKey, failing string
+	var taintKey, taintValue, failing string
 	for _, nd := range inv.byNode[node] {
 		f, err := m.firstFailing(ctx, nd.id.Driver.String(), nd.device)
 		if err != nil {
@@ -158,7 +164,7 @@ func (pl *Tiering) judgeTier(ctx context.Context, inv *inventory, node string, t
 		if t := blockingTaint(nd.device, tier.tolerates); t != nil {
 			tainted++
 			if taintKey == "" {
-				taintKey = t.Key
+				taintKey, taintValue = t.Key, t.Value
 			}
 			continue
 		}
@@ -177,6 +183,8 @@ func (pl *Tiering) judgeTier(ctx context.Context, inv *inventory, node string, t
 		return tierVerdict{reason: fmt.Sprintf("%s: %s", reasonConstraint, failing), metric: "constraint"}, nil
 	case free >= need && (!tier.allMode || tainted == 0):
 		return tierVerdict{}, nil
+	case tainted > 0 && free+tainted >= need && taintKey == reservedTaintKey:
+		return tierVerdict{reason: reservedReason(taintValue), metric: reasonReserved}, nil
 	case tainted > 0 && free+tainted >= need:
 		return tierVerdict{reason: reasonTaintedPrefix + taintKey, metric: metricReasonTainted}, nil
 	case free > 0:
@@ -186,6 +194,16 @@ func (pl *Tiering) judgeTier(ctx context.Context, inv *inventory, node string, t
 	default:
 		return tierVerdict{reason: reasonNoFreeDevice, metric: "no_free_device"}, nil
 	}
+}
+
+// reservedReason names the reservation holding a GPU from its taint value
+// "<namespace>.<name>".
+func reservedReason(value string) string {
+	ns, name, ok := strings.Cut(value, ".")
+	if !ok {
+		return reasonReserved
+	}
+	return fmt.Sprintf("%s by GPUReservation %s/%s", reasonReserved, ns, name)
 }
 
 // statusError logs where an internal error came from and wraps it.

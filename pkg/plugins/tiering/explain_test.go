@@ -42,6 +42,11 @@ func TestPostFilterExplains(t *testing.T) {
 			want: `Tiering (policy test-v1): tier 1/2 h100: 0 of 2 nodes — 1 no free device (no devices published), 1 tainted gpu.rota.dev/unhealthy; ` +
 				`tier 2/2 a100: 0 of 2 nodes — 1 constraint not met: device.attributes["gpu.rota.dev"].model == "A100", 1 no free device (no devices published)`,
 		},
+		"the only H100 is held by a reservation": {
+			slices: []*resourceapi.ResourceSlice{testSlice("node-a", gpu{model: "H100", memGiB: 80, reservedBy: "team-a.llm"})},
+			want: `Tiering (policy test-v1): tier 1/2 h100: 0 of 1 nodes — 1 reserved by GPUReservation team-a/llm; ` +
+				`tier 2/2 a100: 0 of 1 nodes — 1 constraint not met: device.attributes["gpu.rota.dev"].model == "A100"`,
+		},
 		"two H100s asked, one free: a shortfall, not an empty node": {
 			slices: []*resourceapi.ResourceSlice{testSlice("node-a", gpus("H100", 80, 2)...)},
 			used:   []*resourceapi.ResourceClaim{allocatedClaim("busy", "node-a", "gpu-0")},

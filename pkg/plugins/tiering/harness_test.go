@@ -42,6 +42,8 @@ type gpu struct {
 	model   string
 	memGiB  int64
 	tainted bool
+	// reservedBy, "<namespace>.<name>", puts a GPUReservation's taint on it.
+	reservedBy string
 }
 
 func gpus(model string, memGiB int64, n int) []gpu {
@@ -77,6 +79,9 @@ func testSlice(node string, devs ...gpu) *resourceapi.ResourceSlice {
 		}
 		if g.tainted {
 			d.Taints = []resourceapi.DeviceTaint{{Key: testDriver + "/unhealthy", Effect: resourceapi.DeviceTaintEffectNoSchedule}}
+		}
+		if g.reservedBy != "" {
+			d.Taints = append(d.Taints, resourceapi.DeviceTaint{Key: reservedTaintKey, Value: g.reservedBy, Effect: resourceapi.DeviceTaintEffectNoSchedule})
 		}
 		s.Spec.Devices = append(s.Spec.Devices, d)
 	}
