@@ -1,0 +1,368 @@
+// Package reservation implements Rota's Reservation scheduler plugin: it
+// keeps the members of a GPUReservation on the reservation's node and keeps
+// everyone else off the reserved GPUs, and admits time-sliced members only
+// while their declared VRAM (GpuConfig memoryMiB) fits the reservation's
+// budget.
+//
+// The reserved GPUs carry a DeviceTaintRule taint (rota.dev/reserved=
+// <namespace>.<name>, written by pkg/reservation), so the in-tree
+// DynamicResources allocator never gives them to a claim without the
+// matching toleration. A toleration is just text in a claim, though; this
+// plugin is what makes membership real: a pod whose claims tolerate a
+// reservation must belong, through its controller chain (ReplicaSet ->
+// Deployment, StatefulSet, Job), to one of the reservation's members.
+package reservation
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/dynamic-resource-allocation/resourceclaim"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	rotav1 "github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
+	rsv "github.com/rota-dev/rota/pkg/reservation"
+)
+
+// Name is the plugin's name in KubeSchedulerConfiguration.
+const Name = "Reservation"
+
+var (
+	_ fwk.PreFilterPlugin   = &Reservation{}
+	_ fwk.FilterPlugin      = &Reservation{}
+	_ fwk.ReservePlugin     = &Reservation{}
+	_ fwk.PostBindPlugin    = &Reservation{}
+	_ fwk.EnqueueExtensions = &Reservation{}
+	_ fwk.SignPlugin        = &Reservation{}
+)
+
+const preFilterStateKey fwk.StateKey = "PreFilter" + Name
+
+// Reasons a pod is refused, at the start of each message.
+const (
+	ReasonOvercommitted = "ReservationOvercommitted"
+	ReasonNotMember     = "ReservationNotMember"
+	ReasonNotTolerated  = "ReservationNotTolerated"
+	ReasonNoMemory      = "ReservationMemoryMissing"
+	ReasonNotHeld       = "ReservationNotHeld"
+)
+
+// Reservation is the plugin.
+type Reservation struct {
+	dra          fwk.SharedDRAManager
+	replicaSets  appslisters.ReplicaSetLister
+	reservations cache.GenericLister
+	synced       cache.InformerSynced
+	metrics      *pluginMetrics
+	inFlight     *ledger
+}
+
+// New builds the plugin. Reservations are read through a dynamic informer
+// of the plugin's own (Rota has no generated clientset); it starts here and
+// stops with the scheduler.
+func New(ctx context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+	dra := h.SharedDRAManager()
+	if dra == nil {
+		return nil, fmt.Errorf("%s needs the scheduler's shared DRA manager (DynamicResourceAllocation disabled?)", Name)
+	}
+	dyn, err := dynamic.NewForConfig(h.KubeConfig())
+	if err != nil {
+		return nil, fmt.Errorf("%s: dynamic client: %w", Name, err)
+	}
+	factory := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
+	inf := factory.ForResource(rsv.GVR)
+	pl := &Reservation{
+		dra:          dra,
+		replicaSets:  h.SharedInformerFactory().Apps().V1().ReplicaSets().Lister(),
+		reservations: inf.Lister(),
+		synced:       inf.Informer().HasSynced,
+		metrics:      registerMetrics(),
+		inFlight:     newLedger(),
+	}
+	factory.Start(ctx.Done())
+	klog.FromContext(ctx).V(2).Info("Reservation plugin configured")
+	return pl, nil
+}
+
+// Name implements fwk.Plugin.
+func (pl *Reservation) Name() string { return Name }
+
+// preFilterState is what PreFilter learned about a member pod. It never
+// changes afterwards, so Clone shares it.
+type preFilterState struct {
+	res        *rotav1.GPUReservation
+	member     string
+	memoryMiB  int64
+	timeSliced bool
+}
+
+func (s *preFilterState) Clone() fwk.StateData { return s }
+
+// getPreFilterState returns nil when the pod is not a member (PreFilter
+// skipped it).
+func getPreFilterState(cs fwk.CycleState) (*preFilterState, error) {
+	data, err := cs.Read(preFilterStateKey)
+	if err != nil {
+		return nil, nil //nolint:nilerr // PreFilter skipped this pod: not a member
+	}
+	s, ok := data.(*preFilterState)
+	if !ok {
+		return nil, fmt.Errorf("%q in cycle state has type %T, want *preFilterState", preFilterStateKey, data)
+	}
+	return s, nil
+}
+
+// unresolvable refuses a pod for a reason no other node can fix.
+func unresolvable(ctx context.Context, pod *v1.Pod, reason, format string, args ...any) *fwk.Status {
+	msg := reason + ": " + fmt.Sprintf(format, args...)
+	klog.FromContext(ctx).V(3).Info("Refusing pod", "pod", klog.KObj(pod), "reason", reason, "message", msg)
+	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msg)
+}
+
+// podClaims returns the pod's claims that exist; missing ones are left to
+// DynamicResources, which explains them.
+func (pl *Reservation) podClaims(pod *v1.Pod) []*resourceapi.ResourceClaim {
+	var out []*resourceapi.ResourceClaim
+	for i := range pod.Spec.ResourceClaims {
+		name, _, err := resourceclaim.Name(pod, &pod.Spec.ResourceClaims[i])
+		if err != nil || name == nil {
+			continue
+		}
+		claim, err := pl.dra.ResourceClaims().Get(pod.Namespace, *name)
+		if err != nil {
+			continue
+		}
+		out = append(out, claim)
+	}
+	return out
+}
+
+// PreFilter resolves membership. A pod whose claims tolerate no reservation
+// and whose workload is no reservation's member is skipped. A pod that
+// tolerates a reservation it does not belong to is refused; so is a member
+// whose claims do not tolerate its reservation, or that declares no
+// memoryMiB for a time-sliced one. A member is limited to the
+// reservation's node.
+func (pl *Reservation) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	if len(pod.Spec.ResourceClaims) == 0 {
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
+	claims := pl.podClaims(pod)
+	tolerated := sets.New[string]()
+	for _, c := range claims {
+		values, wildcard := rsv.ClaimTolerations(c)
+		if wildcard {
+			pl.metrics.refusals.WithLabelValues(ReasonNotMember).Inc()
+			return nil, unresolvable(ctx, pod, ReasonNotMember,
+				"claim %s tolerates every %s taint (operator Exists or an empty key); a claim may tolerate only its own reservation, %s=<namespace>.<name>",
+				c.Name, rsv.TaintKey, rsv.TaintKey)
+		}
+		tolerated.Insert(values...)
+	}
+	if !pl.synced() {
+		if tolerated.Len() > 0 {
+			return nil, fwk.NewStatus(fwk.Unschedulable, ReasonNotHeld+": GPUReservations are not loaded yet")
+		}
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
+	w, err := rsv.WorkloadOf(pod, pl.replicaSets)
+	if err != nil {
+		return nil, fwk.AsStatus(err)
+	}
+	for _, v := range sets.List(tolerated) {
+		ns, name, ok := rsv.ParseTaintValue(v)
+		if !ok || ns != pod.Namespace {
+			pl.metrics.refusals.WithLabelValues(ReasonNotMember).Inc()
+			return nil, unresolvable(ctx, pod, ReasonNotMember,
+				"a claim tolerates %s=%s, which is not a reservation of namespace %s; only members of a reservation, in its namespace, may use its GPUs",
+				rsv.TaintKey, v, pod.Namespace)
+		}
+		res, err := pl.get(ns, name)
+		if err != nil {
+			return nil, fwk.AsStatus(err)
+		}
+		if res != nil && rsv.MemberName(res, w) == "" {
+			pl.metrics.refusals.WithLabelValues(ReasonNotMember).Inc()
+			return nil, unresolvable(ctx, pod, ReasonNotMember,
+				"pod's workload (%s) is not a member of GPUReservation %s/%s (members: %s); membership follows the pod's controller, not its labels",
+				w, ns, name, memberList(res))
+		}
+	}
+	res, member, err := pl.reservationOf(pod.Namespace, w, tolerated)
+	if err != nil {
+		return nil, fwk.AsStatus(err)
+	}
+	if res == nil {
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
+	self := rsv.TaintValue(res.Namespace, res.Name)
+	for _, c := range claims {
+		if c.Status.Allocation != nil {
+			continue
+		}
+		if values, _ := rsv.ClaimTolerations(c); !sets.New(values...).Has(self) {
+			pl.metrics.refusals.WithLabelValues(ReasonNotTolerated).Inc()
+			return nil, unresolvable(ctx, pod, ReasonNotTolerated,
+				"pod is member %s of GPUReservation %s/%s but its claim %s does not tolerate %s=%s (NoSchedule), so it cannot use the reserved GPUs; add the toleration to the claim template",
+				member, res.Namespace, res.Name, c.Name, rsv.TaintKey, self)
+		}
+	}
+	mem, declared, err := memoryOf(claims)
+	if err != nil {
+		return nil, unresolvable(ctx, pod, ReasonNoMemory, "%v", err)
+	}
+	timeSliced := res.Spec.Mode == rotav1.ReservationTimeSliced
+	if timeSliced && !declared {
+		pl.metrics.refusals.WithLabelValues(ReasonNoMemory).Inc()
+		return nil, unresolvable(ctx, pod, ReasonNoMemory,
+			"pod is member %s of time-sliced GPUReservation %s/%s but none of its claims declares memoryMiB in a GpuConfig (apiVersion gpu.rota.dev/v1alpha1); a time-sliced reservation admits members by their VRAM budget",
+			member, res.Namespace, res.Name)
+	}
+	if len(res.Status.Devices) == 0 || res.Status.Phase == rotav1.ReservationPending || res.Status.Phase == rotav1.ReservationReleasing {
+		return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("%s: GPUReservation %s/%s holds no GPUs (phase %q)", ReasonNotHeld, res.Namespace, res.Name, res.Status.Phase))
+	}
+	if budget := res.Status.BudgetMiBPerGPU; declared && mem > budget {
+		pl.metrics.refusals.WithLabelValues(ReasonOvercommitted).Inc()
+		return nil, unresolvable(ctx, pod, ReasonOvercommitted,
+			"pod asks %d MiB but GPUReservation %s/%s allows %d MiB per GPU", mem, res.Namespace, res.Name, budget)
+	}
+	cs.Write(preFilterStateKey, &preFilterState{res: res, member: member, memoryMiB: mem, timeSliced: timeSliced})
+	return &fwk.PreFilterResult{NodeNames: sets.New(res.Spec.NodeName)}, nil
+}
+
+// PreFilterExtensions implements fwk.PreFilterPlugin. Filter reads the
+// node's pods itself, so preemption's what-if runs need no extension.
+func (pl *Reservation) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
+
+// get returns the reservation namespace/name, nil when it does not exist.
+func (pl *Reservation) get(namespace, name string) (*rotav1.GPUReservation, error) {
+	obj, err := pl.reservations.ByNamespace(namespace).Get(name)
+	if err != nil {
+		return nil, nil //nolint:nilerr // not found: a toleration of nothing is harmless
+	}
+	return rsv.FromObject(obj)
+}
+
+// reservationOf finds the reservation whose member w is. When several list
+// the workload, the one its claims tolerate wins, then the first by name.
+func (pl *Reservation) reservationOf(namespace string, w rsv.Workload, tolerated sets.Set[string]) (*rotav1.GPUReservation, string, error) {
+	if w.Kind == "" {
+		return nil, "", nil
+	}
+	objs, err := pl.reservations.ByNamespace(namespace).List(labelsEverything)
+	if err != nil {
+		return nil, "", fmt.Errorf("listing GPUReservations of %s: %w", namespace, err)
+	}
+	var found []*rotav1.GPUReservation
+	for _, o := range objs {
+		res, err := rsv.FromObject(o)
+		if err != nil {
+			return nil, "", err
+		}
+		if rsv.MemberName(res, w) != "" {
+			found = append(found, res)
+		}
+	}
+	if len(found) == 0 {
+		return nil, "", nil
+	}
+	sort.Slice(found, func(i, j int) bool {
+		ti := tolerated.Has(rsv.TaintValue(found[i].Namespace, found[i].Name))
+		tj := tolerated.Has(rsv.TaintValue(found[j].Namespace, found[j].Name))
+		if ti != tj {
+			return ti
+		}
+		return found[i].Name < found[j].Name
+	})
+	return found[0], rsv.MemberName(found[0], w), nil
+}
+
+func memberList(res *rotav1.GPUReservation) string {
+	var names []string
+	for _, m := range res.Spec.Members {
+		names = append(names, m.WorkloadRef.Kind+"/"+m.WorkloadRef.Name)
+	}
+	return strings.Join(names, ", ")
+}
+
+// memoryOf sums the memoryMiB the claims declare; declared is false when
+// none declares any.
+func memoryOf(claims []*resourceapi.ResourceClaim) (int64, bool, error) {
+	var sum int64
+	declared := false
+	for _, c := range claims {
+		mem, err := rsv.ClaimMemoryMiB(c)
+		if err != nil {
+			return 0, false, err
+		}
+		if mem != nil {
+			sum += *mem
+			declared = true
+		}
+	}
+	return sum, declared, nil
+}
+
+// SignPod refuses opportunistic batching for pods with claims: each member
+// changes the budget left for the next.
+func (pl *Reservation) SignPod(_ context.Context, pod *v1.Pod) ([]fwk.SignFragment, *fwk.Status) {
+	if len(pod.Spec.ResourceClaims) > 0 {
+		return nil, fwk.NewStatus(fwk.Unschedulable, "pods with resource claims are not signable")
+	}
+	return nil, nil
+}
+
+// ledger is the VRAM of members between Reserve and PostBind/Unreserve,
+// keyed by pod UID so that a pod the scheduler cache already shows on the
+// node is never counted twice.
+type ledger struct {
+	mu   sync.Mutex
+	pods map[types.UID]ledgerEntry
+}
+
+type ledgerEntry struct {
+	reservation string
+	memoryMiB   int64
+}
+
+func newLedger() *ledger { return &ledger{pods: map[types.UID]ledgerEntry{}} }
+
+func (l *ledger) add(uid types.UID, e ledgerEntry) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.pods[uid] = e
+}
+
+func (l *ledger) remove(uid types.UID) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.pods, uid)
+}
+
+// others returns the in-flight entries of reservation key except those in skip.
+func (l *ledger) others(key string, skip sets.Set[types.UID]) (int64, int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var sum int64
+	n := 0
+	for uid, e := range l.pods {
+		if e.reservation == key && !skip.Has(uid) {
+			sum += e.memoryMiB
+			n++
+		}
+	}
+	return sum, n
+}

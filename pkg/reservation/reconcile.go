@@ -1,0 +1,204 @@
+package reservation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	resourceapi "k8s.io/api/resource/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	rotav1 "github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
+)
+
+// sync converges one reservation: finalizer, held GPUs and their taint
+// rules, then status. Expected waits (a node that does not exist yet, GPUs
+// that are busy) are status, not errors: the informers bring the
+// reservation back when something changes.
+func (c *Controller) sync(ctx context.Context, key string) error {
+	namespace, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return fmt.Errorf("reservation key %q: %w", key, err)
+	}
+	obj, err := c.reservations.ByNamespace(namespace).Get(name)
+	if apierrors.IsNotFound(err) {
+		return c.deleteRules(ctx, namespace, name, nil)
+	}
+	if err != nil {
+		return fmt.Errorf("getting GPUReservation %s: %w", key, err)
+	}
+	got, err := FromObject(obj)
+	if err != nil {
+		return err
+	}
+	res := got.DeepCopy()
+	logger := klog.LoggerWithValues(klog.FromContext(ctx), "gpureservation", klog.KObj(res))
+	ctx = klog.NewContext(ctx, logger)
+
+	if res.DeletionTimestamp != nil {
+		return c.release(ctx, res)
+	}
+	if !slices.Contains(res.Finalizers, Finalizer) {
+		res.Finalizers = append(res.Finalizers, Finalizer)
+		if res, err = c.update(ctx, res); err != nil {
+			return err
+		}
+	}
+
+	held, selErr := c.choose(res)
+	if selErr != nil {
+		if err := c.deleteRules(ctx, res.Namespace, res.Name, nil); err != nil {
+			return err
+		}
+	} else if err := c.ensureRules(ctx, res, held); err != nil {
+		return err
+	}
+	headroom, err := ParseHeadroom(res.Spec.Headroom)
+	if err != nil {
+		// The CRD schema rejects such a headroom; an older object may still have one.
+		selErr = &SelectionError{Reason: "InvalidHeadroom", Message: "spec.headroom: " + err.Error()}
+		held = nil
+	}
+	members, mismatches, err := c.observeMembers(res, held)
+	if err != nil {
+		return err
+	}
+	status := computeStatus(res, held, headroom, selErr, members, mismatches, metav1.NewTime(c.clock.Now()))
+	c.recordChanges(res, &status, mismatches)
+	if apiequality.Semantic.DeepEqual(res.Status, status) {
+		return nil
+	}
+	res.Status = status
+	return c.updateStatus(ctx, res)
+}
+
+// choose lists the node's GPUs and selects the ones to hold.
+func (c *Controller) choose(res *rotav1.GPUReservation) ([]GPU, *SelectionError) {
+	if _, err := c.nodes.Get(res.Spec.NodeName); err != nil {
+		if len(res.Status.Devices) == 0 || !apierrors.IsNotFound(err) {
+			return nil, &SelectionError{ReasonNodeNotFound, fmt.Sprintf("spec.nodeName: node %s does not exist", res.Spec.NodeName)}
+		}
+	}
+	sliceList, err := c.slices.List(labels.Everything())
+	if err != nil {
+		return nil, &SelectionError{ReasonNoGPUs, err.Error()}
+	}
+	claims, err := c.claims.List(labels.Everything())
+	if err != nil {
+		return nil, &SelectionError{ReasonNoGPUs, err.Error()}
+	}
+	rules, err := c.rules.List(labels.Everything())
+	if err != nil {
+		return nil, &SelectionError{ReasonNoGPUs, err.Error()}
+	}
+	// Claims of members on GPUs this reservation holds do not make them busy.
+	gpus := NodeGPUs(res.Spec.NodeName, sliceList, claims, rules)
+	held, err := Select(res, gpus)
+	var se *SelectionError
+	if errors.As(err, &se) {
+		return nil, se
+	}
+	if err != nil {
+		return nil, &SelectionError{ReasonNoGPUs, err.Error()}
+	}
+	return held, nil
+}
+
+// ensureRules makes one DeviceTaintRule exist per held GPU and none else.
+func (c *Controller) ensureRules(ctx context.Context, res *rotav1.GPUReservation, held []GPU) error {
+	want := map[string]*resourceapi.DeviceTaintRule{}
+	for _, g := range held {
+		r := taintRule(res, g.Pool, g.Device)
+		want[r.Name] = r
+	}
+	for name, r := range want {
+		cur, err := c.rules.Get(name)
+		switch {
+		case apierrors.IsNotFound(err):
+			if _, err := c.client.ResourceV1().DeviceTaintRules().Create(ctx, r, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+				return fmt.Errorf("creating DeviceTaintRule %s: %w", name, err)
+			}
+			klog.FromContext(ctx).V(2).Info("Holding GPU", "pool", *r.Spec.DeviceSelector.Pool, "device", *r.Spec.DeviceSelector.Device, "deviceTaintRule", name)
+		case err != nil:
+			return fmt.Errorf("getting DeviceTaintRule %s: %w", name, err)
+		case !apiequality.Semantic.DeepEqual(cur.Spec, r.Spec) || !apiequality.Semantic.DeepEqual(cur.Labels, r.Labels):
+			upd := cur.DeepCopy()
+			upd.Spec, upd.Labels = r.Spec, r.Labels
+			if _, err := c.client.ResourceV1().DeviceTaintRules().Update(ctx, upd, metav1.UpdateOptions{}); err != nil {
+				return fmt.Errorf("updating DeviceTaintRule %s: %w", name, err)
+			}
+		}
+	}
+	return c.deleteRules(ctx, res.Namespace, res.Name, want)
+}
+
+// deleteRules removes the reservation's rules that are not in keep.
+func (c *Controller) deleteRules(ctx context.Context, namespace, name string, keep map[string]*resourceapi.DeviceTaintRule) error {
+	sel := labels.SelectorFromSet(labels.Set{LabelNamespace: namespace, LabelName: name})
+	rules, err := c.rules.List(sel)
+	if err != nil {
+		return fmt.Errorf("listing DeviceTaintRules of %s/%s: %w", namespace, name, err)
+	}
+	for _, r := range rules {
+		if keep[r.Name] != nil {
+			continue
+		}
+		if err := c.client.ResourceV1().DeviceTaintRules().Delete(ctx, r.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting DeviceTaintRule %s: %w", r.Name, err)
+		}
+		klog.FromContext(ctx).V(2).Info("Released GPU", "deviceTaintRule", r.Name)
+	}
+	return nil
+}
+
+// release runs while the reservation is being deleted: phase Releasing,
+// rules gone, then the finalizer.
+func (c *Controller) release(ctx context.Context, res *rotav1.GPUReservation) error {
+	if !slices.Contains(res.Finalizers, Finalizer) {
+		return nil
+	}
+	if res.Status.Phase != rotav1.ReservationReleasing {
+		c.recorder.Event(res, "Normal", "Releasing", "Reservation deleted; releasing its GPUs")
+		res.Status.Phase = rotav1.ReservationReleasing
+		if err := c.updateStatus(ctx, res); err != nil {
+			return err
+		}
+		// The update returns a newer object; the next sync removes the finalizer.
+		return nil
+	}
+	if err := c.deleteRules(ctx, res.Namespace, res.Name, nil); err != nil {
+		return err
+	}
+	res.Finalizers = slices.DeleteFunc(res.Finalizers, func(f string) bool { return f == Finalizer })
+	_, err := c.update(ctx, res)
+	return err
+}
+
+func (c *Controller) update(ctx context.Context, res *rotav1.GPUReservation) (*rotav1.GPUReservation, error) {
+	u, err := ToUnstructured(res)
+	if err != nil {
+		return nil, err
+	}
+	out, err := c.dynamic.Resource(GVR).Namespace(res.Namespace).Update(ctx, u, metav1.UpdateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("updating GPUReservation %s/%s: %w", res.Namespace, res.Name, err)
+	}
+	return FromObject(out)
+}
+
+func (c *Controller) updateStatus(ctx context.Context, res *rotav1.GPUReservation) error {
+	u, err := ToUnstructured(res)
+	if err != nil {
+		return err
+	}
+	if _, err := c.dynamic.Resource(GVR).Namespace(res.Namespace).UpdateStatus(ctx, u, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("updating status of GPUReservation %s/%s: %w", res.Namespace, res.Name, err)
+	}
+	return nil
+}

@@ -1,0 +1,133 @@
+package reservation
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	rotav1 "github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
+)
+
+// DriverName is the DRA driver whose GPUs reservations hold.
+const DriverName = "gpu.rota.dev"
+
+// UnhealthyTaintKey is the device taint the driver sets on a failed GPU.
+const UnhealthyTaintKey = DriverName + "/unhealthy"
+
+// TaintKey is the device taint a reservation puts on each GPU it holds, with
+// the value TaintValue. The allocator then keeps every claim that does not
+// tolerate it off the GPU, idle or not; members' claims carry the toleration.
+const TaintKey = "rota.dev/reserved"
+
+// Labels on the DeviceTaintRules a reservation owns. A cluster-scoped rule
+// cannot have a namespaced owner, so the controller finds its rules by label
+// and removes them itself (behind a finalizer).
+const (
+	LabelNamespace = "rota.dev/reservation-namespace"
+	LabelName      = "rota.dev/reservation-name"
+)
+
+// Finalizer keeps a reservation until its DeviceTaintRules are gone.
+const Finalizer = "rota.dev/reservation-holder"
+
+// TaintValue is "<namespace>.<name>": a label value naming the reservation.
+// Namespaces cannot contain dots, so the namespace part is unambiguous; the
+// admission policy in manifests/admission relies on that.
+func TaintValue(namespace, name string) string { return namespace + "." + name }
+
+// ParseTaintValue splits a TaintValue; ok is false for a malformed value.
+func ParseTaintValue(v string) (namespace, name string, ok bool) {
+	namespace, name, ok = strings.Cut(v, ".")
+	if !ok || namespace == "" || name == "" {
+		return "", "", false
+	}
+	return namespace, name, true
+}
+
+// Toleration is what a member's claim request carries to reach the GPUs of
+// the reservation namespace/name.
+func Toleration(namespace, name string) resourceapi.DeviceToleration {
+	return resourceapi.DeviceToleration{
+		Key:      TaintKey,
+		Operator: resourceapi.DeviceTolerationOpEqual,
+		Value:    TaintValue(namespace, name),
+		Effect:   resourceapi.DeviceTaintEffectNoSchedule,
+	}
+}
+
+// ruleName is the DeviceTaintRule for one held device: readable where the
+// names allow it, hashed where they would pass the 253-character limit.
+func ruleName(res *rotav1.GPUReservation, pool, device string) string {
+	name := fmt.Sprintf("rota-%s-%s-%s", res.Namespace, res.Name, device)
+	if len(name) <= 253 && !strings.Contains(pool, "/") {
+		return name
+	}
+	sum := sha256.Sum256([]byte(res.Namespace + "/" + res.Name + "/" + pool + "/" + device))
+	return "rota-" + hex.EncodeToString(sum[:12])
+}
+
+// taintRule is the DeviceTaintRule that holds one device for res.
+func taintRule(res *rotav1.GPUReservation, pool, device string) *resourceapi.DeviceTaintRule {
+	return &resourceapi.DeviceTaintRule{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:   ruleName(res, pool, device),
+			Labels: map[string]string{LabelNamespace: res.Namespace, LabelName: res.Name},
+		},
+		Spec: resourceapi.DeviceTaintRuleSpec{
+			DeviceSelector: &resourceapi.DeviceTaintSelector{
+				Driver: ptr.To(DriverName),
+				Pool:   ptr.To(pool),
+				Device: ptr.To(device),
+			},
+			Taint: resourceapi.DeviceTaint{
+				Key:    TaintKey,
+				Value:  TaintValue(res.Namespace, res.Name),
+				Effect: resourceapi.DeviceTaintEffectNoSchedule,
+			},
+		},
+	}
+}
+
+// TolerationsOf lists the reservations (as TaintValue) a request's
+// tolerations reach. wildcard is true when a toleration matches every
+// reservation (operator Exists on the key, or an empty key).
+func TolerationsOf(tols []resourceapi.DeviceToleration) (values []string, wildcard bool) {
+	for _, t := range tols {
+		if t.Effect != "" && t.Effect != resourceapi.DeviceTaintEffectNoSchedule {
+			continue
+		}
+		switch {
+		case t.Key == "" && t.Operator == resourceapi.DeviceTolerationOpExists:
+			wildcard = true
+		case t.Key == TaintKey && t.Operator == resourceapi.DeviceTolerationOpExists:
+			wildcard = true
+		case t.Key == TaintKey:
+			values = append(values, t.Value)
+		}
+	}
+	return values, wildcard
+}
+
+// ClaimTolerations collects TolerationsOf over every request and subrequest
+// of a claim.
+func ClaimTolerations(claim *resourceapi.ResourceClaim) (values []string, wildcard bool) {
+	add := func(tols []resourceapi.DeviceToleration) {
+		v, w := TolerationsOf(tols)
+		values = append(values, v...)
+		wildcard = wildcard || w
+	}
+	for _, r := range claim.Spec.Devices.Requests {
+		if r.Exactly != nil {
+			add(r.Exactly.Tolerations)
+		}
+		for _, s := range r.FirstAvailable {
+			add(s.Tolerations)
+		}
+	}
+	return values, wildcard
+}

@@ -1,0 +1,60 @@
+package reservation
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	resourceapi "k8s.io/api/resource/v1"
+)
+
+func TestTolerationsOf(t *testing.T) {
+	tol := func(key string, op resourceapi.DeviceTolerationOperator, value string, effect resourceapi.DeviceTaintEffect) resourceapi.DeviceToleration {
+		return resourceapi.DeviceToleration{Key: key, Operator: op, Value: value, Effect: effect}
+	}
+	eq, exists := resourceapi.DeviceTolerationOpEqual, resourceapi.DeviceTolerationOpExists
+	tests := map[string]struct {
+		tols         []resourceapi.DeviceToleration
+		want         []string
+		wantWildcard bool
+	}{
+		"none":                    {},
+		"the reservation's own":   {tols: []resourceapi.DeviceToleration{Toleration("ns", "r")}, want: []string{"ns.r"}},
+		"any effect counts":       {tols: []resourceapi.DeviceToleration{tol(TaintKey, eq, "ns.r", "")}, want: []string{"ns.r"}},
+		"NoExecute only does not": {tols: []resourceapi.DeviceToleration{tol(TaintKey, eq, "ns.r", resourceapi.DeviceTaintEffectNoExecute)}},
+		"Exists on the key":       {tols: []resourceapi.DeviceToleration{tol(TaintKey, exists, "", "")}, wantWildcard: true},
+		"empty key tolerates all": {tols: []resourceapi.DeviceToleration{tol("", exists, "", "")}, wantWildcard: true},
+		"other keys are not ours": {tols: []resourceapi.DeviceToleration{tol(UnhealthyTaintKey, exists, "", "")}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got, wildcard := TolerationsOf(tc.tols)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("values (-want +got):\n%s", diff)
+			}
+			if wildcard != tc.wantWildcard {
+				t.Errorf("wildcard = %v, want %v", wildcard, tc.wantWildcard)
+			}
+		})
+	}
+}
+
+func TestParseTaintValue(t *testing.T) {
+	tests := map[string]struct {
+		in            string
+		wantNS, wantN string
+		wantOK        bool
+	}{
+		"namespace.name":          {in: "team-a.serving", wantNS: "team-a", wantN: "serving", wantOK: true},
+		"dotted reservation name": {in: "team-a.serving.v2", wantNS: "team-a", wantN: "serving.v2", wantOK: true},
+		"no dot":                  {in: "serving"},
+		"empty namespace":         {in: ".serving"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			ns, n, ok := ParseTaintValue(tc.in)
+			if diff := cmp.Diff([]any{tc.wantNS, tc.wantN, tc.wantOK}, []any{ns, n, ok}); diff != "" {
+				t.Errorf("ParseTaintValue(%q) (-want +got):\n%s", tc.in, diff)
+			}
+		})
+	}
+}
