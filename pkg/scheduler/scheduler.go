@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 
+	"github.com/rota-dev/rota/pkg/plugins/reservation"
 	"github.com/rota-dev/rota/pkg/plugins/tiering"
 )
 
@@ -19,6 +20,7 @@ const ProfileName = "rota-scheduler"
 func PluginOptions() []app.Option {
 	return []app.Option{
 		app.WithPlugin(tiering.Name, tiering.New),
+		app.WithPlugin(reservation.Name, reservation.New),
 	}
 }
 
