@@ -1,5 +1,5 @@
-// Command schedule-controller is Rota's DeploySchedule tool. Today it offers the
-// timeline dry run; the controller itself comes later (see app.NewRootCommand).
+// Command schedule-controller runs Rota's DeploySchedule controller (`run`) and
+// the offline timeline dry run (`timeline`); see app.NewRootCommand.
 package main
 
 import (

@@ -112,8 +112,10 @@ func TestRootAndVersion(t *testing.T) {
 		wantStderr string
 	}{
 		"version":                      {args: []string{"version"}, wantStdout: "Rota "},
-		"help says what is here today": {args: []string{}, wantStdout: "not part of this build"},
-		"unknown command":              {args: []string{"run"}, wantCode: 1, wantStderr: `unknown command "run"`},
+		"help says what is here today": {args: []string{}, wantStdout: "run the controllers against a cluster"},
+		"unknown command":              {args: []string{"start"}, wantCode: 1, wantStderr: `unknown command "start"`},
+		"run without a cluster": {args: []string{"run", "--kubeconfig", "/nonexistent/kubeconfig", "--metrics-bind-address", ""},
+			wantCode: 1, wantStderr: "client configuration"},
 	}
 	for name, tc := range testCases {
 		t.Run(name, func(t *testing.T) {

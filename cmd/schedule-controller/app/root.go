@@ -31,13 +31,11 @@ func Run(args []string, stdout, stderr io.Writer) int {
 func NewRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "schedule-controller",
-		Short: "Rota's DeploySchedule tool: offline timeline today, the controller later",
-		Long: `schedule-controller is Rota's tool for DeploySchedules, which swap workloads on
-a GPU pool by the clock.
+		Short: "Rota's DeploySchedule controller and its offline timeline",
+		Long: `schedule-controller runs Rota's DeploySchedule controller, which swaps workloads
+on a GPU pool by the clock, and offers a dry run that needs no cluster:
 
-The controller that executes schedules on a cluster is not part of this build
-yet. What is here today works without a cluster:
-
+  run        run the controllers against a cluster, with leader election
   timeline   evaluate a DeploySchedule file over a time range and print every
              intent interval and transition plan (a dry run)
   version    print the Rota build`,
@@ -50,7 +48,7 @@ yet. What is here today works without a cluster:
 	root.CompletionOptions.DisableDefaultCmd = true
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newTimelineCommand(), newVersionCommand())
+	root.AddCommand(newRunCommand(), newTimelineCommand(), newVersionCommand())
 	return root
 }
 

@@ -1,0 +1,63 @@
+package app
+
+import (
+	"context"
+	"time"
+
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/component-base/metrics"
+	"k8s.io/utils/clock"
+
+	schedulecontroller "github.com/rota-dev/rota/pkg/schedule/controller"
+)
+
+// deps is what every controller started by `run` may use.
+type deps struct {
+	Client    kubernetes.Interface
+	Dynamic   dynamic.Interface
+	Clock     clock.WithTicker
+	Recorder  record.EventRecorder
+	Registry  metrics.KubeRegistry
+	Namespace string // the controller's own namespace
+	Settings  settings
+}
+
+// settings are the `run` flags that tune controllers.
+type settings struct {
+	GateName       string
+	PassPeriod     time.Duration
+	ProgressPeriod time.Duration
+	Workers        int
+}
+
+// runnable is a started controller: it runs until ctx ends.
+type runnable interface {
+	Run(ctx context.Context, workers int)
+}
+
+// controllerEntry names one controller and builds it.
+type controllerEntry struct {
+	Name string
+	New  func(d deps) (runnable, error)
+}
+
+// controllers is THE list of controllers `schedule-controller run` starts once
+// this replica holds the leader lease. A new controller (such as the
+// GPUReservation controller, a constructor plus Run(ctx, workers)) is added
+// here and nowhere else.
+func controllers() []controllerEntry {
+	return []controllerEntry{
+		{Name: "deployschedule", New: newDeployScheduleController},
+	}
+}
+
+func newDeployScheduleController(d deps) (runnable, error) {
+	return schedulecontroller.New(schedulecontroller.Options{
+		Client: d.Client, Dynamic: d.Dynamic, Clock: d.Clock, Recorder: d.Recorder,
+		GateNamespace: d.Namespace, GateName: d.Settings.GateName,
+		PassPeriod: d.Settings.PassPeriod, ProgressPeriod: d.Settings.ProgressPeriod,
+		Registry: d.Registry,
+	})
+}

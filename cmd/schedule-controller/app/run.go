@@ -1,0 +1,188 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/component-base/metrics"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
+	schedulecontroller "github.com/rota-dev/rota/pkg/schedule/controller"
+)
+
+// runOptions are the flags of `run`.
+type runOptions struct {
+	kubeconfig     string
+	namespace      string
+	identity       string
+	leaderElect    bool
+	leaseName      string
+	leaseDuration  time.Duration
+	renewDeadline  time.Duration
+	retryPeriod    time.Duration
+	metricsAddress string
+	settings       settings
+}
+
+func newRunCommand() *cobra.Command {
+	o := &runOptions{}
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Run the controllers against a cluster, with leader election",
+		Long: `run starts Rota's controllers (today: DeploySchedule) against the cluster of
+--kubeconfig, or the in-cluster configuration. Several replicas may run; one
+holds the Lease --lease-name in --namespace and does the work. Correctness does
+not depend on the lease: every workload change is guarded by status
+compare-and-swap and an idempotency key.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, cancel := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer cancel()
+			return o.run(ctx)
+		},
+	}
+	host, _ := os.Hostname()
+	f := cmd.Flags()
+	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file; empty means in-cluster configuration")
+	f.StringVar(&o.namespace, "namespace", envOr("POD_NAMESPACE", "rota-system"), "the controller's namespace: its Lease and the gate ConfigMap live here")
+	f.StringVar(&o.identity, "identity", host, "this replica's name in the Lease")
+	f.BoolVar(&o.leaderElect, "leader-elect", true, "hold a Lease before working, so that one replica of several works")
+	f.StringVar(&o.leaseName, "lease-name", "rota-schedule-controller", "name of the Lease")
+	f.DurationVar(&o.leaseDuration, "lease-duration", 15*time.Second, "Lease duration")
+	f.DurationVar(&o.renewDeadline, "renew-deadline", 10*time.Second, "how long the leader retries renewing before it gives up")
+	f.DurationVar(&o.retryPeriod, "retry-period", 2*time.Second, "how often candidates retry")
+	f.StringVar(&o.metricsAddress, "metrics-bind-address", ":8080", "address of /metrics and /healthz; empty disables")
+	f.StringVar(&o.settings.GateName, "gate-configmap", schedulecontroller.DefaultGateName, "ConfigMap (in --namespace) whose key 'mode' is off, observe or on")
+	f.DurationVar(&o.settings.PassPeriod, "pass-period", schedulecontroller.DefaultPassPeriod, "how often every schedule is re-checked")
+	f.DurationVar(&o.settings.ProgressPeriod, "progress-period", schedulecontroller.DefaultProgressPeriod, "how often a schedule with a step in flight is looked at")
+	f.IntVar(&o.settings.Workers, "workers", 4, "parallel reconciles per controller")
+	return cmd
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+func (o *runOptions) run(ctx context.Context) error {
+	logger := klog.FromContext(ctx)
+	cfg, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
+	if err != nil {
+		return fmt.Errorf("client configuration: %w", err)
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("clientset: %w", err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("dynamic client: %w", err)
+	}
+	s := runtime.NewScheme()
+	if err := scheme.AddToScheme(s); err != nil {
+		return err
+	}
+	if err := v1alpha1.AddToScheme(s); err != nil {
+		return err
+	}
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	defer broadcaster.Shutdown()
+	registry := metrics.NewKubeRegistry()
+	d := deps{
+		Client: client, Dynamic: dyn, Clock: clock.RealClock{},
+		Recorder: broadcaster.NewRecorder(s, v1.EventSource{Component: "rota-schedule-controller"}),
+		Registry: registry, Namespace: o.namespace, Settings: o.settings,
+	}
+	var runs []runnable
+	for _, c := range controllers() {
+		r, err := c.New(d)
+		if err != nil {
+			return fmt.Errorf("controller %s: %w", c.Name, err)
+		}
+		runs = append(runs, r)
+	}
+	if o.metricsAddress != "" {
+		stop, err := serveMetrics(ctx, o.metricsAddress, registry)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	start := func(ctx context.Context) {
+		var wg sync.WaitGroup
+		for _, r := range runs {
+			wg.Go(func() { r.Run(ctx, o.settings.Workers) })
+		}
+		wg.Wait()
+	}
+	if !o.leaderElect {
+		start(ctx)
+		return nil
+	}
+	lock := &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Namespace: o.namespace, Name: o.leaseName},
+		Client:     client.CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{Identity: o.identity},
+	}
+	lost := errors.New("leader lease lost")
+	var result error
+	leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
+		Lock: lock, ReleaseOnCancel: true, Name: o.leaseName,
+		LeaseDuration: o.leaseDuration, RenewDeadline: o.renewDeadline, RetryPeriod: o.retryPeriod,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: start,
+			OnStoppedLeading: func() {
+				if ctx.Err() == nil {
+					// Exit so that the Deployment restarts the replica as a
+					// candidate; in-flight steps are finished by the next leader.
+					result = lost
+				}
+				logger.Info("Stopped leading", "identity", o.identity)
+			},
+			OnNewLeader: func(id string) { logger.Info("Leader", "identity", id) },
+		},
+	})
+	return result
+}
+
+func serveMetrics(ctx context.Context, addr string, reg metrics.KubeRegistry) (func(), error) {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", metrics.HandlerFor(reg, metrics.HandlerOpts{}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("metrics listener: %w", err)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	return func() {
+		shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdownCtx)
+	}, nil
+}
