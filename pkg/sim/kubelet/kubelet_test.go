@@ -1,0 +1,225 @@
+package kubelet
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/ktesting"
+	drapb "k8s.io/kubelet/pkg/apis/dra/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+)
+
+// recordingPlugin records the claims prepared and unprepared.
+type recordingPlugin struct {
+	mu                   sync.Mutex
+	prepared, unprepared []string
+}
+
+func (p *recordingPlugin) NodePrepareResources(_ context.Context, in *drapb.NodePrepareResourcesRequest, _ ...grpc.CallOption) (*drapb.NodePrepareResourcesResponse, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	resp := &drapb.NodePrepareResourcesResponse{Claims: map[string]*drapb.NodePrepareResourceResponse{}}
+	for _, c := range in.Claims {
+		p.prepared = append(p.prepared, c.Namespace+"/"+c.Name)
+		resp.Claims[c.Uid] = &drapb.NodePrepareResourceResponse{}
+	}
+	return resp, nil
+}
+
+func (p *recordingPlugin) NodeUnprepareResources(_ context.Context, in *drapb.NodeUnprepareResourcesRequest, _ ...grpc.CallOption) (*drapb.NodeUnprepareResourcesResponse, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	resp := &drapb.NodeUnprepareResourcesResponse{Claims: map[string]*drapb.NodeUnprepareResourceResponse{}}
+	for _, c := range in.Claims {
+		p.unprepared = append(p.unprepared, c.Namespace+"/"+c.Name)
+		resp.Claims[c.Uid] = &drapb.NodeUnprepareResourceResponse{}
+	}
+	return resp, nil
+}
+
+func (p *recordingPlugin) calls() (prepared, unprepared []string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string(nil), p.prepared...), append([]string(nil), p.unprepared...)
+}
+
+type harness struct {
+	t      *testing.T
+	ctx    context.Context
+	client *fake.Clientset
+	clock  *clocktesting.FakeClock
+	plugin *recordingPlugin
+}
+
+func start(t *testing.T, o Options) *harness {
+	t.Helper()
+	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.Verbosity(4)))
+	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logger))
+	h := &harness{t: t, ctx: ctx, client: fake.NewClientset(),
+		clock: clocktesting.NewFakeClock(time.Date(2026, 3, 2, 7, 0, 0, 0, time.UTC)), plugin: &recordingPlugin{}}
+	o.Client, o.Clock, o.Preparer, o.NodeName = h.client, h.clock, h.plugin, "node-a"
+	k, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error)
+	go func() { done <- k.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	return h
+}
+
+// eventually polls until check passes; it measures nothing.
+func (h *harness) eventually(what string, check func() bool) {
+	h.t.Helper()
+	if err := wait.PollUntilContextTimeout(h.ctx, 5*time.Millisecond, 30*time.Second, true,
+		func(context.Context) (bool, error) { return check(), nil }); err != nil {
+		h.t.Fatalf("never happened: %s", what)
+	}
+}
+
+// step advances the fake clock once the kubelet waits on it.
+func (h *harness) step(d time.Duration) {
+	h.t.Helper()
+	h.eventually("kubelet waits on the clock", h.clock.HasWaiters)
+	h.clock.Step(d)
+}
+
+func (h *harness) pod(name string) *v1.Pod {
+	h.t.Helper()
+	p, err := h.client.CoreV1().Pods("ml").Get(h.ctx, name, metav1.GetOptions{})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return p
+}
+
+func boundPod(name, node string) *v1.Pod {
+	return &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: name, UID: "uid-" + "name"},
+		Spec: v1.PodSpec{
+			NodeName:       node,
+			Containers:     []v1.Container{{Name: "main", Image: "registry.k8s.io/pause:3.10"}},
+			ResourceClaims: []v1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: ptr.To("gpu")}},
+		},
+		Status: v1.PodStatus{
+			Phase:                 v1.PodPending,
+			ResourceClaimStatuses: []v1.PodResourceClaimStatus{{Name: "gpu", ResourceClaimName: ptr.To(name + "-gpu")}},
+		},
+	}
+}
+
+func allocatedClaim(name string) *resourceapi.ResourceClaim {
+	return &resourceapi.ResourceClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: name, UID: "claim-" + "uid"},
+		Status: resourceapi.ResourceClaimStatus{Allocation: &resourceapi.AllocationResult{
+			Devices: resourceapi.DeviceAllocationResult{Results: []resourceapi.DeviceRequestAllocationResult{
+				{Request: "gpu", Driver: "gpu.rota.dev", Pool: "node-a", Device: "gpu-0"},
+			}},
+		}},
+	}
+}
+
+func phaseAndReady(p *v1.Pod) (v1.PodPhase, bool) {
+	return p.Status.Phase, isReady(p)
+}
+
+func TestPodStartsAfterDelaysOnTheClock(t *testing.T) {
+	h := start(t, Options{StartDelay: 5 * time.Second, ReadyDelay: 20 * time.Second, MaxGracePeriod: -1})
+	if _, err := h.client.ResourceV1().ResourceClaims("ml").Create(h.ctx, allocatedClaim("train-gpu"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.client.CoreV1().Pods("ml").Create(h.ctx, boundPod("train", "node-a"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	other := boundPod("elsewhere", "node-b")
+	other.UID = "uid-other"
+	if _, err := h.client.CoreV1().Pods("ml").Create(h.ctx, other, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	h.step(4 * time.Second)
+	if phase, _ := phaseAndReady(h.pod("train")); phase != v1.PodPending {
+		t.Fatalf("pod is %s before its start delay passed", phase)
+	}
+	h.step(time.Second)
+	h.eventually("pod Running", func() bool { p, _ := phaseAndReady(h.pod("train")); return p == v1.PodRunning })
+	p := h.pod("train")
+	if isReady(p) {
+		t.Error("pod Ready before its ready delay passed")
+	}
+	if len(p.Status.ContainerStatuses) != 1 || p.Status.ContainerStatuses[0].State.Running == nil {
+		t.Errorf("container statuses = %+v", p.Status.ContainerStatuses)
+	}
+	if got := p.Status.ContainerStatuses[0].State.Running.StartedAt.Time; !got.Equal(h.clock.Now()) {
+		t.Errorf("container started at %v, want the clock's %v", got, h.clock.Now())
+	}
+	if prepared, _ := h.plugin.calls(); len(prepared) != 1 || prepared[0] != "ml/train-gpu" {
+		t.Errorf("prepared claims = %v, want [ml/train-gpu]", prepared)
+	}
+
+	h.step(20 * time.Second)
+	h.eventually("pod Ready", func() bool { return isReady(h.pod("train")) })
+	if phase, _ := phaseAndReady(h.pod("elsewhere")); phase != v1.PodPending {
+		t.Errorf("a pod of another node is %s", phase)
+	}
+}
+
+func TestDeletedPodLeavesAfterGracePeriod(t *testing.T) {
+	h := start(t, Options{MaxGracePeriod: 60 * time.Second})
+	if _, err := h.client.ResourceV1().ResourceClaims("ml").Create(h.ctx, allocatedClaim("train-gpu"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.client.CoreV1().Pods("ml").Create(h.ctx, boundPod("train", "node-a"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("pod Ready", func() bool { return isReady(h.pod("train")) })
+
+	// The fake clientset deletes at once; mark deletion the way the API
+	// server does for a pod with a grace period: an update.
+	p := h.pod("train")
+	p.DeletionTimestamp = &metav1.Time{Time: h.clock.Now().Add(300 * time.Second)}
+	p.DeletionGracePeriodSeconds = ptr.To[int64](300)
+	if _, err := h.client.CoreV1().Pods("ml").Update(h.ctx, p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.step(59 * time.Second)
+	if _, unprepared := h.plugin.calls(); len(unprepared) != 0 {
+		t.Fatalf("claims unprepared before the grace period ended: %v", unprepared)
+	}
+	if _, err := h.client.CoreV1().Pods("ml").Get(h.ctx, "train", metav1.GetOptions{}); err != nil {
+		t.Fatalf("pod gone before the grace period (capped at 60s) ended: %v", err)
+	}
+	h.step(time.Second)
+	h.eventually("pod removed", func() bool {
+		_, err := h.client.CoreV1().Pods("ml").Get(h.ctx, "train", metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	})
+	if _, unprepared := h.plugin.calls(); len(unprepared) != 1 || unprepared[0] != "ml/train-gpu" {
+		t.Errorf("unprepared claims = %v, want [ml/train-gpu]", unprepared)
+	}
+}
+
+func TestOptionsAreChecked(t *testing.T) {
+	if _, err := New(Options{}); err == nil {
+		t.Error("New without client and node name succeeded")
+	}
+	if _, err := New(Options{Client: fake.NewClientset(), NodeName: "n", StartDelay: -time.Second}); err == nil {
+		t.Error("New with a negative start delay succeeded")
+	}
+}
