@@ -62,7 +62,7 @@ const (
 
 // Reservation is the plugin.
 type Reservation struct {
-	dra          fwk.SharedDRAManager
+	claims       claimGetter
 	replicaSets  appslisters.ReplicaSetLister
 	reservations cache.GenericLister
 	synced       cache.InformerSynced
@@ -85,7 +85,7 @@ func New(ctx context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error
 	factory := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
 	inf := factory.ForResource(rsv.GVR)
 	pl := &Reservation{
-		dra:          dra,
+		claims:       dra.ResourceClaims(),
 		replicaSets:  h.SharedInformerFactory().Apps().V1().ReplicaSets().Lister(),
 		reservations: inf.Lister(),
 		synced:       inf.Informer().HasSynced,
@@ -99,6 +99,12 @@ func New(ctx context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error
 
 // Name implements fwk.Plugin.
 func (pl *Reservation) Name() string { return Name }
+
+// claimGetter is the part of the scheduler's DRA claim tracker the plugin
+// reads: claims as the scheduler sees them, in-flight allocations included.
+type claimGetter interface {
+	Get(namespace, name string) (*resourceapi.ResourceClaim, error)
+}
 
 // preFilterState is what PreFilter learned about a member pod. It never
 // changes afterwards, so Clone shares it.
@@ -141,7 +147,7 @@ func (pl *Reservation) podClaims(pod *v1.Pod) []*resourceapi.ResourceClaim {
 		if err != nil || name == nil {
 			continue
 		}
-		claim, err := pl.dra.ResourceClaims().Get(pod.Namespace, *name)
+		claim, err := pl.claims.Get(pod.Namespace, *name)
 		if err != nil {
 			continue
 		}
