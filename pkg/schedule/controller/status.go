@@ -21,6 +21,7 @@ func (p *pass) derivePhase(t *target) {
 	phase, reason, msg := p.phaseOf(t)
 	st.Phase, st.Reason, st.Message = phase, reason, truncate(msg, 2048)
 	if phase != t.before.Phase || reason != t.before.Reason {
+		t.before.Phase, t.before.Reason = phase, reason
 		st.LastTransitionTime = p.nowTime()
 		warning := phase == v1alpha1.TargetPhaseFailed || phase == v1alpha1.TargetPhaseDrifted || reason == ReasonCapacityWait
 		p.events = append(p.events, event{warning: warning, reason: reason,
@@ -108,6 +109,9 @@ func describeIntent(in schedule.Intent) string {
 // persist writes the status now, with the schedule's resourceVersion. The
 // in-memory status stays the one written; only the version moves on.
 func (p *pass) persist(ctx context.Context) error {
+	for _, t := range p.targets {
+		p.derivePhase(t)
+	}
 	p.ds.Status.ObservedGeneration = p.ds.Generation
 	p.ds.Status.LastPassTime = p.nowTime()
 	got, err := p.c.schedules.updateStatus(ctx, p.ds)
