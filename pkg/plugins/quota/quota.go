@@ -1,0 +1,343 @@
+// Package quota implements Rota's Quota scheduler plugin: per-tenant
+// (namespace) limits on devices per model, charged for the model a pod is
+// actually granted, not for the most expensive alternative of its claim.
+//
+// The limit steers the allocator rather than overruling it: DynamicResources
+// grants, on each node, the first firstAvailable tier whose devices are
+// free there. Quota's Filter works out that tier per node and rejects the
+// node when it would take the tenant past a limit, so a tenant at its H100
+// limit lands where its claim's A100 tier is what the node grants. A node
+// offering both an over-limit and an allowed tier is rejected (the allocator
+// cannot be told to skip a free tier); see docs/admission.md.
+package quota
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	dracel "k8s.io/dynamic-resource-allocation/cel"
+	"k8s.io/dynamic-resource-allocation/structured"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/rota-dev/rota/pkg/waits"
+)
+
+// Name is the plugin's name in KubeSchedulerConfiguration.
+const Name = "Quota"
+
+var (
+	_ fwk.PreFilterPlugin   = &Quota{}
+	_ fwk.FilterPlugin      = &Quota{}
+	_ fwk.ReservePlugin     = &Quota{}
+	_ fwk.PostBindPlugin    = &Quota{}
+	_ fwk.EnqueueExtensions = &Quota{}
+	_ fwk.SignPlugin        = &Quota{}
+)
+
+const preFilterStateKey fwk.StateKey = "PreFilter" + Name
+
+// Quota is the plugin.
+type Quota struct {
+	dra      fwk.SharedDRAManager
+	args     *QuotaArgs
+	tenants  map[string]*TenantLimits
+	celCache *dracel.Cache
+
+	// inFlight holds the charges of claims between Reserve and PostBind,
+	// before their allocation is visible in the claim tracker.
+	mu       sync.Mutex
+	inFlight map[types.UID]charge
+}
+
+// charge is what one claim holds: its namespace and devices per model.
+type charge struct {
+	namespace string
+	models    map[string]int64
+}
+
+// New builds the plugin from the profile's args.
+func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+	args, err := decodeArgs(obj)
+	if err != nil {
+		return nil, err
+	}
+	dra := h.SharedDRAManager()
+	if dra == nil {
+		return nil, fmt.Errorf("%s needs the scheduler's shared DRA manager (DynamicResourceAllocation disabled?)", Name)
+	}
+	pl := &Quota{dra: dra, args: args, tenants: map[string]*TenantLimits{}, celCache: waits.NewCELCache(), inFlight: map[types.UID]charge{}}
+	for i := range args.Tenants {
+		pl.tenants[args.Tenants[i].Namespace] = &args.Tenants[i]
+	}
+	return pl, nil
+}
+
+// Name implements fwk.Plugin.
+func (pl *Quota) Name() string { return Name }
+
+// preFilterState is what PreFilter learns; it never changes afterwards, so
+// Clone shares it.
+type preFilterState struct {
+	tenant   *TenantLimits
+	usage    map[string]int64
+	pool     *waits.Pool
+	requests []waits.Request
+	matchers [][]*waits.Matcher // per request, per tier; nil where the class is missing
+}
+
+func (s *preFilterState) Clone() fwk.StateData { return s }
+
+func getState(cs fwk.CycleState) (*preFilterState, error) {
+	data, err := cs.Read(preFilterStateKey)
+	if err != nil {
+		return nil, fmt.Errorf("reading %q from cycle state (did PreFilter run?): %w", preFilterStateKey, err)
+	}
+	s, ok := data.(*preFilterState)
+	if !ok {
+		return nil, fmt.Errorf("%q in cycle state has type %T, want *preFilterState", preFilterStateKey, data)
+	}
+	return s, nil
+}
+
+// PreFilter skips pods of unlimited tenants and pods without claims to
+// allocate. For the others it reads the tenant's usage and rejects the pod
+// at once when no tier of some request can be granted within the limits.
+func (pl *Quota) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	tenant := pl.tenants[pod.Namespace]
+	if tenant == nil || len(tenant.Limits) == 0 || len(pod.Spec.ResourceClaims) == 0 {
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
+	requests, err := waits.PodRequests(pl.dra, pod)
+	if err != nil || len(requests) == 0 {
+		// Missing claims are DynamicResources' to report.
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
+	pool, err := waits.Snapshot(ctx, pl.dra)
+	if err != nil {
+		return nil, fwk.AsStatus(err)
+	}
+	s := &preFilterState{tenant: tenant, pool: pool, requests: requests, usage: pl.usage(pod.Namespace, pool)}
+	for _, r := range requests {
+		ms := make([]*waits.Matcher, len(r.Tiers))
+		for i, t := range r.Tiers {
+			if m, err := waits.NewMatcher(pl.dra, pl.celCache, t); err == nil {
+				ms[i] = m
+			}
+		}
+		s.matchers = append(s.matchers, ms)
+	}
+	if msg := s.unreachable(ctx, pl.args.ModelAttribute); msg != "" {
+		return nil, pl.reject(ctx, pod, tenant, msg)
+	}
+	cs.Write(preFilterStateKey, s)
+	return nil, nil
+}
+
+// PreFilterExtensions implements fwk.PreFilterPlugin.
+func (pl *Quota) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
+
+func (pl *Quota) reject(ctx context.Context, pod *v1.Pod, tenant *TenantLimits, msg string) *fwk.Status {
+	code := fwk.Unschedulable
+	if tenant.OverLimit == OverLimitRefuse {
+		code = fwk.UnschedulableAndUnresolvable
+		msg += " (refused by policy)"
+	}
+	klog.FromContext(ctx).V(3).Info("Quota rejected the pod", "pod", klog.KObj(pod), "reason", msg)
+	return fwk.NewStatus(code, msg)
+}
+
+// usage counts the devices per model the namespace holds: allocated claims
+// in the tracker and claims reserved in this scheduler but not bound yet.
+func (pl *Quota) usage(namespace string, pool *waits.Pool) map[string]int64 {
+	use := map[string]int64{}
+	pl.mu.Lock()
+	counted := sets.New[types.UID]()
+	for uid, c := range pl.inFlight {
+		if c.namespace != namespace {
+			continue
+		}
+		counted.Insert(uid)
+		for m, n := range c.models {
+			use[m] += n
+		}
+	}
+	pl.mu.Unlock()
+	claims, err := pl.dra.ResourceClaims().List()
+	if err != nil {
+		return use
+	}
+	for _, c := range claims {
+		if c.Namespace != namespace || c.Status.Allocation == nil || counted.Has(c.UID) {
+			continue
+		}
+		for m, n := range pl.chargeOf(c.Status.Allocation, pool) {
+			use[m] += n
+		}
+	}
+	return use
+}
+
+// chargeOf counts an allocation's devices per model.
+func (pl *Quota) chargeOf(alloc *resourceapi.AllocationResult, pool *waits.Pool) map[string]int64 {
+	out := map[string]int64{}
+	for _, r := range alloc.Devices.Results {
+		d, ok := pool.ByID[structured.MakeDeviceID(r.Driver, r.Pool, r.Device)]
+		if !ok {
+			continue
+		}
+		if m := waits.StringAttribute(d.Device, r.Driver, pl.args.ModelAttribute); m != "" {
+			out[m]++
+		}
+	}
+	return out
+}
+
+// remaining is how many more devices of model the tenant may take; -1 when
+// the model is unlimited.
+func (s *preFilterState) remaining(model string) int64 {
+	limit, ok := s.tenant.Limits[model]
+	if !ok {
+		return -1
+	}
+	return max(limit-s.usage[model], 0)
+}
+
+// unreachable returns a message when some request has no tier that any
+// device of the pool could grant within the limits.
+func (s *preFilterState) unreachable(ctx context.Context, attr string) string {
+	for ri, r := range s.requests {
+		var blocked []string
+		ok := false
+		for ti := range r.Tiers {
+			m := s.matchers[ri][ti]
+			if m == nil {
+				ok = true // DynamicResources reports the missing class
+				break
+			}
+			models := map[string]int64{}
+			for _, node := range s.pool.Nodes {
+				for _, d := range s.pool.ByNode[node] {
+					if m.Matches(ctx, d) {
+						models[waits.StringAttribute(d.Device, d.ID.Driver.String(), attr)]++
+					}
+				}
+			}
+			if len(models) == 0 {
+				ok = true // nothing to charge; capacity is someone else's answer
+				break
+			}
+			for model := range models {
+				if rem := s.remaining(model); rem < 0 || rem >= r.Tiers[ti].Count {
+					ok = true
+				}
+			}
+			if ok {
+				break
+			}
+			blocked = append(blocked, s.overMessage(waits.TierLabel(r, ti), sortedModels(models), r.Tiers[ti].Count))
+		}
+		if !ok {
+			return fmt.Sprintf("%s: %s", waits.QuotaExceeded, strings.Join(blocked, "; "))
+		}
+	}
+	return ""
+}
+
+func sortedModels(m map[string]int64) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// overMessage says, with numbers, why tier label cannot be granted.
+func (s *preFilterState) overMessage(label string, models []string, need int64) string {
+	parts := make([]string, 0, len(models))
+	for _, m := range models {
+		if limit, ok := s.tenant.Limits[m]; ok {
+			parts = append(parts, fmt.Sprintf("%s holds %d of %d %s", s.tenant.Namespace, s.usage[m], limit, m))
+		}
+	}
+	return fmt.Sprintf("%s needs %d more: %s", label, need, strings.Join(parts, ", "))
+}
+
+// Filter works out which tier DynamicResources would grant on the node and
+// rejects the node if that would take the tenant past a limit.
+func (pl *Quota) Filter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, ni fwk.NodeInfo) *fwk.Status {
+	s, err := getState(cs)
+	if err != nil {
+		return nil // PreFilter skipped the pod
+	}
+	node := ni.Node().Name
+	grant, labels := s.wouldGrant(ctx, node, pl.args.ModelAttribute)
+	var over []string
+	for _, model := range sortedModels(grant) {
+		if rem := s.remaining(model); rem >= 0 && grant[model] > rem {
+			over = append(over, s.overMessage(strings.Join(labels, ", "), []string{model}, grant[model]))
+		}
+	}
+	if len(over) == 0 {
+		return nil
+	}
+	return pl.reject(ctx, pod, s.tenant, fmt.Sprintf("%s: on node %s the claim would be granted %s", waits.QuotaExceeded, node, strings.Join(over, "; ")))
+}
+
+// wouldGrant mimics the allocator on one node for the common case of
+// whole devices: per request, the first tier with enough free, untainted
+// matching devices, taking them in slice order. It returns the devices per
+// model and the tiers chosen.
+func (s *preFilterState) wouldGrant(ctx context.Context, node, attr string) (map[string]int64, []string) {
+	grant := map[string]int64{}
+	var labels []string
+	taken := sets.New[structured.DeviceID]()
+	for ri, r := range s.requests {
+		for ti, t := range r.Tiers {
+			m := s.matchers[ri][ti]
+			if m == nil {
+				continue
+			}
+			var pick []*waits.Device
+			for _, d := range s.pool.ByNode[node] {
+				if taken.Has(d.ID) || !d.Free() || waits.BlockingTaint(d.Device, t.Tolerations) != nil || !m.Matches(ctx, d) {
+					continue
+				}
+				pick = append(pick, d)
+				if !t.All && int64(len(pick)) == t.Count {
+					break
+				}
+			}
+			if len(pick) == 0 || (!t.All && int64(len(pick)) < t.Count) {
+				continue
+			}
+			for _, d := range pick {
+				taken.Insert(d.ID)
+				if model := waits.StringAttribute(d.Device, d.ID.Driver.String(), attr); model != "" {
+					grant[model]++
+				}
+			}
+			labels = append(labels, waits.TierLabel(r, ti))
+			break
+		}
+	}
+	return grant, labels
+}
+
+// SignPod refuses batching for pods of limited tenants: their verdict
+// depends on usage that each placement changes.
+func (pl *Quota) SignPod(_ context.Context, pod *v1.Pod) ([]fwk.SignFragment, *fwk.Status) {
+	if t := pl.tenants[pod.Namespace]; t != nil && len(pod.Spec.ResourceClaims) > 0 {
+		return nil, fwk.NewStatus(fwk.Unschedulable, "pods of tenants with GPU limits are not signable")
+	}
+	return nil, nil
+}

@@ -1,0 +1,305 @@
+// Package waitreason implements Rota's WaitReason scheduler plugin: after
+// every failed attempt it classifies why the pod waits into one
+// machine-readable reason (pkg/waits) with numbers, keeps the pod's
+// rota.dev/Waiting condition and an Event current, and clears the
+// condition once the pod is placed.
+package waitreason
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	policylisters "k8s.io/client-go/listers/policy/v1"
+	"k8s.io/client-go/tools/cache"
+	dracel "k8s.io/dynamic-resource-allocation/cel"
+	"k8s.io/dynamic-resource-allocation/resourceclaim"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/dynamicresources"
+	"k8s.io/utils/clock"
+
+	"github.com/rota-dev/rota/pkg/waits"
+)
+
+// Name is the plugin's name in KubeSchedulerConfiguration.
+const Name = "WaitReason"
+
+// Names of the plugins whose rejections are admission answers. They are
+// matched by name so that this package imports none of them.
+const (
+	quotaPlugin       = "Quota"
+	reservationPlugin = "Reservation"
+	gangPlugin        = "Gang"
+)
+
+var (
+	_ fwk.PostFilterPlugin = &WaitReason{}
+	_ fwk.PostBindPlugin   = &WaitReason{}
+)
+
+// WaitReason is the plugin.
+type WaitReason struct {
+	handle   fwk.Handle
+	dra      fwk.SharedDRAManager
+	pods     corelisters.PodLister
+	pdbs     policylisters.PodDisruptionBudgetLister
+	writer   *waits.Writer
+	clock    clock.PassiveClock
+	celCache *dracel.Cache
+	metrics  *pluginMetrics
+}
+
+// New builds the plugin. It takes no args.
+func New(ctx context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+	return newWithClock(ctx, h, clock.RealClock{})
+}
+
+func newWithClock(ctx context.Context, h fwk.Handle, clk clock.PassiveClock) (*WaitReason, error) {
+	dra := h.SharedDRAManager()
+	if dra == nil {
+		return nil, fmt.Errorf("%s needs the scheduler's shared DRA manager (DynamicResourceAllocation disabled?)", Name)
+	}
+	pl := &WaitReason{
+		handle:   h,
+		dra:      dra,
+		pods:     h.SharedInformerFactory().Core().V1().Pods().Lister(),
+		pdbs:     h.SharedInformerFactory().Policy().V1().PodDisruptionBudgets().Lister(),
+		writer:   waits.NewWriter(h.ClientSet(), h.EventRecorder(), clk),
+		clock:    clk,
+		celCache: waits.NewCELCache(),
+		metrics:  registerMetrics(),
+	}
+	_, err := h.SharedInformerFactory().Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		DeleteFunc: func(obj any) {
+			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = t.Obj
+			}
+			if p, ok := obj.(*v1.Pod); ok {
+				pl.writer.Forget(p.Namespace, p.Name)
+			}
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("watch pod deletions: %w", err)
+	}
+	pl.writer.Run(ctx, 2)
+	return pl, nil
+}
+
+// Name implements fwk.Plugin.
+func (pl *WaitReason) Name() string { return Name }
+
+// PostFilter classifies the failed attempt, records the reason on the pod
+// (asynchronously) and adds it to the scheduler's failure message. It
+// never nominates a node. A constraint conflict — no placement can exist
+// while pods that must keep running stay — is returned as
+// UnschedulableAndUnresolvable.
+func (pl *WaitReason) PostFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, statuses fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
+	logger := klog.FromContext(ctx)
+	v, err := pl.classify(ctx, pod, statuses)
+	if err != nil {
+		logger.V(3).Info("Could not classify wait", "pod", klog.KObj(pod), "err", err)
+		return nil, fwk.NewStatus(fwk.Unschedulable)
+	}
+	pl.writer.Wait(pod, v)
+	pl.metrics.waits.WithLabelValues(string(v.Reason), pod.Namespace).Inc()
+	logger.V(3).Info("Pod waits", "pod", klog.KObj(pod), "reason", v.Reason, "message", v.Message)
+	code := fwk.Unschedulable
+	if v.Unresolvable {
+		code = fwk.UnschedulableAndUnresolvable
+	}
+	return nil, fwk.NewStatus(code, fmt.Sprintf("%s: %s", v.Reason, v.Message))
+}
+
+// classify gathers what the attempt says and runs waits.Classify on it.
+func (pl *WaitReason) classify(ctx context.Context, pod *v1.Pod, statuses fwk.NodeToStatusReader) (waits.Verdict, error) {
+	nodes, err := pl.handle.SnapshotSharedLister().NodeInfos().List()
+	if err != nil {
+		return waits.Verdict{}, fmt.Errorf("list nodes: %w", err)
+	}
+	a := waits.Attempt{Rejections: map[string]string{}}
+	dra := map[string]bool{}
+	for _, ni := range nodes {
+		name := ni.Node().Name
+		st := statuses.Get(name)
+		if st == nil || st.IsSuccess() {
+			continue
+		}
+		msg := strings.Join(st.Reasons(), "; ")
+		switch {
+		case st.Plugin() == quotaPlugin:
+			a.Quota = msg
+		case st.Plugin() == reservationPlugin && strings.Contains(msg, string(waits.ReservationOvercommitted)):
+			a.Reservation = msg
+		case st.Plugin() == gangPlugin:
+			a.Gang = msg
+		case st.Plugin() == dynamicresources.Name:
+			dra[name] = true
+		default:
+			a.Rejections[name] = st.Plugin() + ": " + msg
+		}
+	}
+	requests, err := waits.PodRequests(pl.dra, pod)
+	if err != nil {
+		return waits.Verdict{}, err
+	}
+	pool, err := waits.Snapshot(ctx, pl.dra)
+	if err != nil {
+		return waits.Verdict{}, err
+	}
+	prio := podPriority(pod)
+	holders := &holderInfo{pods: pl.pods, pdbs: pl.pdbs}
+	for _, r := range requests {
+		var tiers []waits.TierCounts
+		for i := range r.Tiers {
+			m, err := waits.NewMatcher(pl.dra, pl.celCache, r.Tiers[i])
+			if err != nil {
+				tiers = append(tiers, waits.TierCounts{Label: waits.TierLabel(r, i) + " (" + err.Error() + ")", Need: int(r.Tiers[i].Count)})
+				continue
+			}
+			tc := waits.CountTier(ctx, pool, m, r, i, prio, holders)
+			for node, free := range tc.Free {
+				if free >= tc.Need && dra[node] {
+					a.DeviceConstraintNodes = append(a.DeviceConstraintNodes, node)
+				}
+			}
+			tiers = append(tiers, tc)
+		}
+		a.Requests = append(a.Requests, tiers)
+	}
+	// Nodes whose devices would do, rejected for something else, matter
+	// only where no device explanation exists.
+	return waits.Classify(a), nil
+}
+
+func podPriority(pod *v1.Pod) int32 {
+	if pod.Spec.Priority != nil {
+		return *pod.Spec.Priority
+	}
+	return 0
+}
+
+// holderInfo answers the classifier's questions from the scheduler's
+// informers.
+type holderInfo struct {
+	pods corelisters.PodLister
+	pdbs policylisters.PodDisruptionBudgetLister
+}
+
+func (h *holderInfo) Priority(key types.NamespacedName) (int32, bool) {
+	p, err := h.pods.Pods(key.Namespace).Get(key.Name)
+	if err != nil {
+		return 0, false
+	}
+	return podPriority(p), true
+}
+
+// Pinned reports whether a PodDisruptionBudget selecting the pod allows
+// no disruption: minAvailable (a number) at or above the running pods it
+// selects, or maxUnavailable 0. It reads the budget's spec, so it does not
+// depend on the disruption controller having updated its status.
+func (h *holderInfo) Pinned(key types.NamespacedName) bool {
+	pod, err := h.pods.Pods(key.Namespace).Get(key.Name)
+	if err != nil {
+		return false
+	}
+	budgets, err := h.pdbs.PodDisruptionBudgets(key.Namespace).List(labels.Everything())
+	if err != nil {
+		return false
+	}
+	for _, b := range budgets {
+		if pinnedBy(b, pod, h.pods) {
+			return true
+		}
+	}
+	return false
+}
+
+func pinnedBy(b *policyv1.PodDisruptionBudget, pod *v1.Pod, pods corelisters.PodLister) bool {
+	sel, err := metav1.LabelSelectorAsSelector(b.Spec.Selector)
+	if err != nil || sel.Empty() || !sel.Matches(labels.Set(pod.Labels)) {
+		return false
+	}
+	if mu := b.Spec.MaxUnavailable; mu != nil && mu.Type == intstr.Int && mu.IntVal == 0 {
+		return true
+	}
+	ma := b.Spec.MinAvailable
+	if ma == nil || ma.Type != intstr.Int {
+		return false
+	}
+	selected, err := pods.Pods(pod.Namespace).List(sel)
+	if err != nil {
+		return false
+	}
+	running := 0
+	for _, p := range selected {
+		if p.Spec.NodeName != "" && p.DeletionTimestamp == nil {
+			running++
+		}
+	}
+	return running <= int(ma.IntVal)
+}
+
+// PostBind clears the waiting condition and records admission metrics:
+// time from creation to binding, and whether a tiered claim fell back.
+func (pl *WaitReason) PostBind(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, nodeName string) {
+	pl.writer.Placed(pod, nodeName)
+	pl.metrics.timeToAdmission.WithLabelValues(pod.Namespace).Observe(pl.clock.Since(pod.CreationTimestamp.Time).Seconds())
+	for _, fellBack := range pl.tierOutcomes(pod) {
+		pl.metrics.tieredPlacements.WithLabelValues(pod.Namespace, fmt.Sprint(fellBack)).Inc()
+	}
+	klog.FromContext(ctx).V(4).Info("Pod placed", "pod", klog.KObj(pod), "node", nodeName, "after", pl.clock.Since(pod.CreationTimestamp.Time).Round(time.Millisecond))
+}
+
+// tierOutcomes reports, for each allocated firstAvailable request of the
+// pod's claims, whether a tier other than the first was granted.
+func (pl *WaitReason) tierOutcomes(pod *v1.Pod) []bool {
+	var out []bool
+	for i := range pod.Spec.ResourceClaims {
+		name, _, err := resourceclaim.Name(pod, &pod.Spec.ResourceClaims[i])
+		if err != nil || name == nil {
+			continue
+		}
+		claim, err := pl.dra.ResourceClaims().Get(pod.Namespace, *name)
+		if err != nil || claim.Status.Allocation == nil {
+			continue
+		}
+		out = append(out, fallbacks(claim)...)
+	}
+	return out
+}
+
+// fallbacks lists, per allocation result of a firstAvailable request,
+// whether its subrequest was not the first.
+func fallbacks(claim *resourceapi.ResourceClaim) []bool {
+	first := map[string]string{}
+	for _, r := range claim.Spec.Devices.Requests {
+		if len(r.FirstAvailable) > 0 {
+			first[r.Name] = r.FirstAvailable[0].Name
+		}
+	}
+	var out []bool
+	seen := map[string]bool{}
+	for _, res := range claim.Status.Allocation.Devices.Results {
+		req, sub, ok := strings.Cut(res.Request, "/")
+		if !ok || seen[req] {
+			continue
+		}
+		if f, tiered := first[req]; tiered {
+			seen[req] = true
+			out = append(out, sub != f)
+		}
+	}
+	return out
+}

@@ -1,0 +1,248 @@
+package waits
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// TierCounts is what the pool offers one tier of one request, node by node.
+type TierCounts struct {
+	// Label names the tier in messages: "tier 1/2 h100" or "request gpu".
+	Label string
+	// Need is how many devices the tier needs on one node.
+	Need int
+	// Matching counts every device the tier's selectors accept, per node.
+	Matching map[string]int
+	// Free counts the matching devices a new claim could take, per node.
+	Free map[string]int
+	// Tainted counts matching devices, not allocated, that a taint blocks.
+	Tainted map[string]int
+	// Preemptible counts matching devices held only by pods of lower
+	// priority than the waiting pod that no disruption budget protects.
+	Preemptible map[string]int
+	// Pinned counts matching devices held by pods that must keep running
+	// (a PodDisruptionBudget allows no disruption).
+	Pinned map[string]int
+}
+
+// Attempt is what one failed scheduling attempt of a pod tells the
+// classifier: the device counts of its requests and what other plugins said.
+type Attempt struct {
+	// Requests holds, per request still to allocate, its tiers in order.
+	Requests [][]TierCounts
+	// Quota is the quota plugin's message when it rejected the pod.
+	Quota string
+	// Reservation is the reservation plugin's message when it rejected the
+	// pod for a VRAM budget.
+	Reservation string
+	// Gang is the gang plugin's message when the pod's gang is incomplete.
+	Gang string
+	// Rejections maps a node to "Plugin: reason" for nodes whose devices
+	// would do but that a plugin rejected; the classifier names them when
+	// nothing else explains the wait.
+	Rejections map[string]string
+	// DeviceConstraintNodes are nodes with enough free devices that
+	// DynamicResources rejected (the claim's constraints, such as
+	// matchAttribute, cannot be met there together).
+	DeviceConstraintNodes []string
+}
+
+// Verdict is the classification of a wait.
+type Verdict struct {
+	Reason  Reason
+	Message string
+	// Unresolvable is true when no placement can exist until something
+	// the scheduler will not change does (a constraint conflict).
+	Unresolvable bool
+}
+
+type tierState int
+
+const (
+	stateFits tierState = iota
+	stateFragmented
+	stateUnhealthy
+	stateInsufficient
+)
+
+func sum(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+// largest returns the node with the most in m (ties: first by name) and the count.
+func largest(m map[string]int) (string, int) {
+	best, n := "", 0
+	for _, k := range sortedKeys(m) {
+		if m[k] > n {
+			best, n = k, m[k]
+		}
+	}
+	return best, n
+}
+
+func sortedKeys(m map[string]int) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// spread renders "n1: 1, n2: 1" for the nodes with a non-zero count.
+func spread(m map[string]int) string {
+	var parts []string
+	for _, k := range sortedKeys(m) {
+		if m[k] > 0 {
+			parts = append(parts, fmt.Sprintf("%s: %d", k, m[k]))
+		}
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
+
+func (t TierCounts) state() tierState {
+	for _, n := range t.Free {
+		if n >= t.Need {
+			return stateFits
+		}
+	}
+	free := sum(t.Free)
+	switch {
+	case free >= t.Need:
+		return stateFragmented
+	case free+sum(t.Tainted) >= t.Need:
+		return stateUnhealthy
+	default:
+		return stateInsufficient
+	}
+}
+
+// best returns the tier of a request that comes closest to fitting, the
+// first such tier on equal states.
+func best(tiers []TierCounts) (TierCounts, tierState) {
+	var bt TierCounts
+	bs := stateInsufficient + 1
+	for _, t := range tiers {
+		if s := t.state(); s < bs {
+			bt, bs = t, s
+		}
+	}
+	return bt, bs
+}
+
+func gpus(n int) string {
+	if n == 1 {
+		return "1 GPU"
+	}
+	return fmt.Sprintf("%d GPUs", n)
+}
+
+// Classify turns an attempt into one reason with a message that carries
+// numbers. Admission answers come first (quota, reservation budget, gang),
+// then the pool: the request furthest from fitting decides.
+func Classify(a Attempt) Verdict {
+	switch {
+	case a.Quota != "":
+		return Verdict{Reason: QuotaExceeded, Message: a.Quota}
+	case a.Reservation != "":
+		return Verdict{Reason: ReservationOvercommitted, Message: a.Reservation}
+	case a.Gang != "":
+		return Verdict{Reason: GangIncomplete, Message: a.Gang}
+	}
+	var worst TierCounts
+	worstState := tierState(-1)
+	for _, tiers := range a.Requests {
+		if len(tiers) == 0 {
+			continue
+		}
+		t, s := best(tiers)
+		if s > worstState {
+			worst, worstState = t, s
+		}
+	}
+	if worstState < 0 {
+		return nodeVerdict(a, "the pod asks for no devices")
+	}
+	t := worst
+	free := sum(t.Free)
+	switch worstState {
+	case stateInsufficient:
+		msg := fmt.Sprintf("%s: needs %s, %d free in the pool (%s) of %d matching", t.Label, gpus(t.Need), free, spread(t.Free), sum(t.Matching))
+		if tainted := sum(t.Tainted); tainted > 0 {
+			msg += fmt.Sprintf(", %d tainted unhealthy", tainted)
+		}
+		return withPreemption(Verdict{Reason: InsufficientCapacity, Message: msg}, t)
+	case stateUnhealthy:
+		return Verdict{Reason: Unhealthy, Message: fmt.Sprintf("%s: needs %s, %d free and %d more matching but tainted unhealthy (%s)",
+			t.Label, gpus(t.Need), free, sum(t.Tainted), spread(t.Tainted))}
+	case stateFragmented:
+		node, block := largest(t.Free)
+		msg := fmt.Sprintf("%s: needs %s on one node; %d free in the pool but spread (%s), largest free block %d on %s",
+			t.Label, gpus(t.Need), free, spread(t.Free), block, node)
+		return withPreemption(Verdict{Reason: TopologyFragmentation, Message: msg}, t)
+	}
+	// Some node has the devices free: another constraint decides.
+	if len(a.DeviceConstraintNodes) > 0 {
+		nodes := append([]string(nil), a.DeviceConstraintNodes...)
+		sort.Strings(nodes)
+		return Verdict{Reason: TopologyFragmentation, Message: fmt.Sprintf("%s: %d free (%s) but the claim's constraints cannot be met together on %s",
+			t.Label, free, spread(t.Free), strings.Join(nodes, ", "))}
+	}
+	return nodeVerdict(a, fmt.Sprintf("%s: %d free (%s)", t.Label, free, spread(t.Free)))
+}
+
+// nodeVerdict explains a wait where the devices would do but the nodes
+// that hold them were rejected for other reasons (CPU, affinity, ...).
+func nodeVerdict(a Attempt, devices string) Verdict {
+	if len(a.Rejections) == 0 {
+		return Verdict{Reason: InsufficientCapacity, Message: devices + "; the devices were taken or changed during the attempt"}
+	}
+	nodes := make([]string, 0, len(a.Rejections))
+	for n := range a.Rejections {
+		nodes = append(nodes, n)
+	}
+	sort.Strings(nodes)
+	parts := make([]string, 0, len(nodes))
+	for _, n := range nodes {
+		parts = append(parts, n+": "+a.Rejections[n])
+	}
+	return Verdict{Reason: InsufficientCapacity, Message: devices + " but those nodes are rejected (" + strings.Join(parts, "; ") + ")"}
+}
+
+// withPreemption adds what evicting work could and could not achieve.
+// Rota never implies that it will evict anything.
+func withPreemption(v Verdict, t TierCounts) Verdict {
+	possible := map[string]int{}
+	reachable := map[string]int{}
+	for node, m := range t.Matching {
+		possible[node] = m - t.Pinned[node] - t.Tainted[node]
+		reachable[node] = t.Free[node] + t.Preemptible[node]
+	}
+	if pNode, pBlock := largest(possible); pBlock < t.Need {
+		v.Unresolvable = true
+		v.Message = fmt.Sprintf("constraint conflict, no placement exists: %s; pods that must keep running (PodDisruptionBudget) hold %d of the matching GPUs (%s), so the largest block any node could offer is %d on %s",
+			v.Message, sum(t.Pinned), spread(t.Pinned), pBlock, orNone(pNode))
+		return v
+	}
+	if rNode, rBlock := largest(reachable); rBlock < t.Need {
+		v.Message += fmt.Sprintf("; preemption would not help: evicting every lower-priority pod leaves at most %d free on one node (%s)", rBlock, orNone(rNode))
+	} else {
+		v.Message += fmt.Sprintf("; evicting lower-priority pods could free %d on %s, but Rota evicts only where a priority policy allows", rBlock, rNode)
+	}
+	return v
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "no node"
+	}
+	return s
+}

@@ -1,0 +1,53 @@
+// Package waits holds what Rota says about a pod that waits: the
+// machine-readable reason codes, the pod condition that carries them, the
+// pure classification of a failed attempt, and a small asynchronous writer
+// of the condition and its Event. Scheduler plugins and kubectl-rota share it.
+package waits
+
+import v1 "k8s.io/api/core/v1"
+
+// ConditionType is the pod condition that carries a waiting pod's reason.
+// Status True while the pod waits; False (reason Placed) once it is bound.
+const ConditionType v1.PodConditionType = "rota.dev/Waiting"
+
+// Reason is one machine-readable answer to "why does this pod wait?".
+type Reason string
+
+// The reasons of SPEC §4. Every waiting pod carries exactly one.
+const (
+	// QuotaExceeded: the tenant is at its limit for the device model the
+	// pod would be granted (and no tier within the limit is free).
+	QuotaExceeded Reason = "QuotaExceeded"
+	// InsufficientCapacity: fewer free matching devices in the whole pool
+	// than the pod needs.
+	InsufficientCapacity Reason = "InsufficientCapacity"
+	// TopologyFragmentation: enough free matching devices in the pool, but
+	// no single placement satisfies the constraint (e.g. same node).
+	TopologyFragmentation Reason = "TopologyFragmentation"
+	// GangIncomplete: the pod's gang cannot be admitted whole yet.
+	GangIncomplete Reason = "GangIncomplete"
+	// ReservationOvercommitted: a GPUReservation's VRAM budget would be
+	// exceeded.
+	ReservationOvercommitted Reason = "ReservationOvercommitted"
+	// Unhealthy: enough matching devices exist, but some of those needed
+	// are tainted unhealthy.
+	Unhealthy Reason = "Unhealthy"
+	// NotAttempted: still queued; no scheduling attempt yet.
+	NotAttempted Reason = "NotAttempted"
+)
+
+// Placed is the condition reason once the pod is bound (status False).
+const Placed = "Placed"
+
+// AllReasons lists the reasons in a stable order, for metrics and docs.
+var AllReasons = []Reason{QuotaExceeded, InsufficientCapacity, TopologyFragmentation, GangIncomplete, ReservationOvercommitted, Unhealthy, NotAttempted}
+
+// Current returns the pod's rota.dev/Waiting condition, or nil.
+func Current(pod *v1.Pod) *v1.PodCondition {
+	for i := range pod.Status.Conditions {
+		if pod.Status.Conditions[i].Type == ConditionType {
+			return &pod.Status.Conditions[i]
+		}
+	}
+	return nil
+}
