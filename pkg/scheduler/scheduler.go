@@ -8,8 +8,11 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 
+	"github.com/rota-dev/rota/pkg/plugins/fairness"
+	"github.com/rota-dev/rota/pkg/plugins/quota"
 	"github.com/rota-dev/rota/pkg/plugins/reservation"
 	"github.com/rota-dev/rota/pkg/plugins/tiering"
+	"github.com/rota-dev/rota/pkg/plugins/waitreason"
 )
 
 // ProfileName is the schedulerName a pod sets to be placed by Rota.
@@ -21,6 +24,9 @@ func PluginOptions() []app.Option {
 	return []app.Option{
 		app.WithPlugin(tiering.Name, tiering.New),
 		app.WithPlugin(reservation.Name, reservation.New),
+		app.WithPlugin(quota.Name, quota.New),
+		app.WithPlugin(fairness.Name, fairness.New),
+		app.WithPlugin(waitreason.Name, waitreason.New),
 	}
 }
 
