@@ -1,0 +1,164 @@
+package reservation
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	rsv "github.com/rota-dev/rota/pkg/reservation"
+	"github.com/rota-dev/rota/test/integration/framework"
+)
+
+// installAdmissionPolicy creates the policy and binding shipped in
+// manifests/admission.
+func installAdmissionPolicy(t *testing.T, cp *framework.ControlPlane) {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(framework.RepoRoot(t), "manifests", "admission", "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no manifests in manifests/admission: %v", err)
+	}
+	ctx := context.Background()
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, doc := range strings.Split(string(data), "\n---\n") {
+			var meta metav1.TypeMeta
+			if err := yaml.Unmarshal([]byte(doc), &meta); err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			switch meta.Kind {
+			case "ValidatingAdmissionPolicy":
+				var p admissionv1.ValidatingAdmissionPolicy
+				if err := yaml.UnmarshalStrict([]byte(doc), &p); err != nil {
+					t.Fatalf("%s: %v", f, err)
+				}
+				if _, err := cp.Client.AdmissionregistrationV1().ValidatingAdmissionPolicies().Create(ctx, &p, metav1.CreateOptions{}); err != nil {
+					t.Fatalf("create policy from %s: %v", f, err)
+				}
+			case "ValidatingAdmissionPolicyBinding":
+				var b admissionv1.ValidatingAdmissionPolicyBinding
+				if err := yaml.UnmarshalStrict([]byte(doc), &b); err != nil {
+					t.Fatalf("%s: %v", f, err)
+				}
+				if _, err := cp.Client.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Create(ctx, &b, metav1.CreateOptions{}); err != nil {
+					t.Fatalf("create binding from %s: %v", f, err)
+				}
+			default:
+				t.Fatalf("%s: unexpected kind %q", f, meta.Kind)
+			}
+		}
+	}
+}
+
+// TestAdmissionPolicy checks that the API server, with the shipped
+// ValidatingAdmissionPolicy, refuses claims and templates that reach for
+// another namespace's reservation or for every reservation, and accepts a
+// namespace's own members' templates.
+func TestAdmissionPolicy(t *testing.T) {
+	cp := framework.StartControlPlane(t)
+	cp.Create(t, framework.Namespace(tenant), framework.Namespace(outsiders))
+	installAdmissionPolicy(t, cp)
+	ctx := context.Background()
+
+	tol := func(key string, op resourceapi.DeviceTolerationOperator, value string) []resourceapi.DeviceToleration {
+		return []resourceapi.DeviceToleration{{Key: key, Operator: op, Value: value, Effect: resourceapi.DeviceTaintEffectNoSchedule}}
+	}
+	createTemplate := func(ns, name string, tols []resourceapi.DeviceToleration) error {
+		_, err := cp.Client.ResourceV1().ResourceClaimTemplates(ns).Create(ctx, framework.SharedGPUTemplate(ns, name, 1024, tols), metav1.CreateOptions{})
+		return err
+	}
+	// The policy takes effect once the API server has loaded it.
+	framework.WaitFor(t, "the admission policy to refuse a foreign toleration", func(context.Context) (bool, string, error) {
+		err := createTemplate(outsiders, "probe", reservedToleration(tenant, "serving"))
+		if err == nil {
+			return false, "accepted", cp.Client.ResourceV1().ResourceClaimTemplates(outsiders).Delete(ctx, "probe", metav1.DeleteOptions{})
+		}
+		return true, err.Error(), nil
+	})
+
+	tests := map[string]struct {
+		namespace string
+		create    func(ns, name string) error
+		wantErr   string
+	}{
+		"own reservation's toleration is accepted": {
+			namespace: tenant,
+			create:    func(ns, n string) error { return createTemplate(ns, n, reservedToleration(tenant, "serving")) },
+		},
+		"other tolerations are accepted": {
+			namespace: outsiders,
+			create: func(ns, n string) error {
+				return createTemplate(ns, n, tol(rsv.UnhealthyTaintKey, resourceapi.DeviceTolerationOpExists, ""))
+			},
+		},
+		"another namespace's reservation is refused": {
+			namespace: outsiders,
+			create:    func(ns, n string) error { return createTemplate(ns, n, reservedToleration(tenant, "serving")) },
+			wantErr:   `value "team-b.<reservation>"`,
+		},
+		"every reservation (Exists) is refused": {
+			namespace: tenant,
+			create: func(ns, n string) error {
+				return createTemplate(ns, n, tol(rsv.TaintKey, resourceapi.DeviceTolerationOpExists, ""))
+			},
+			wantErr: "not allowed",
+		},
+		"every taint (empty key) is refused": {
+			namespace: tenant,
+			create: func(ns, n string) error {
+				return createTemplate(ns, n, tol("", resourceapi.DeviceTolerationOpExists, ""))
+			},
+			wantErr: "not allowed",
+		},
+		"a claim, not only a template, is checked": {
+			namespace: outsiders,
+			create: func(ns, n string) error {
+				tmpl := framework.SharedGPUTemplate(ns, n, 1024, reservedToleration(tenant, "serving"))
+				_, err := cp.Client.ResourceV1().ResourceClaims(ns).Create(ctx, &resourceapi.ResourceClaim{
+					ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: n}, Spec: tmpl.Spec.Spec,
+				}, metav1.CreateOptions{})
+				return err
+			},
+			wantErr: "spec.devices.requests[].exactly.tolerations",
+		},
+		"firstAvailable subrequests are checked": {
+			namespace: outsiders,
+			create: func(ns, n string) error {
+				tmpl := framework.TieredClaimTemplate(ns, n, framework.ModelTier("H200"))
+				tmpl.Spec.Spec.Devices.Requests[0].FirstAvailable[0].Tolerations = reservedToleration(tenant, "serving")
+				_, err := cp.Client.ResourceV1().ResourceClaimTemplates(ns).Create(ctx, tmpl, metav1.CreateOptions{})
+				return err
+			},
+			wantErr: "firstAvailable[].tolerations",
+		},
+	}
+	i := 0
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			i++
+			err := tc.create(tc.namespace, "t"+strings.Repeat("x", i))
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("error = %v, want a refusal containing %q", err, tc.wantErr)
+			}
+			if !strings.Contains(err.Error(), "rota-reserved-gpu-tolerations") {
+				t.Errorf("refusal %q does not name the policy", err)
+			}
+			t.Logf("refused: %v", err)
+		})
+	}
+}
