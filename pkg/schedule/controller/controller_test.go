@@ -28,7 +28,7 @@ func TestReleaseFirstSwap(t *testing.T) {
 	}
 	e.clock.SetTime(at(19, 8, 0))
 	// The first pass stops qwen32b and leaves llama70b waiting for the release.
-	if _, err := e.ctrl.Reconcile(e.ctx, ns, "pool"); err != nil {
+	if _, err := e.reconcile("pool"); err != nil {
 		t.Fatal(err)
 	}
 	if got := e.replicas("md-qwen32b"); got != 0 {
@@ -125,7 +125,7 @@ func TestTerminalReasons(t *testing.T) {
 			e.ready = true
 			tc.setup(e)
 			for range 250 { // 250 × 5s > every timeout
-				if _, err := e.ctrl.Reconcile(e.ctx, ns, "pool"); err != nil {
+				if _, err := e.reconcile("pool"); err != nil {
 					t.Fatalf("pass: %v", err)
 				}
 				e.settle(e.ready)
@@ -278,7 +278,7 @@ func TestCrashBetweenSubmittingAndMutation(t *testing.T) {
 			e := newEnv(t, at(19, 8, 0), poolObjects()...)
 			e.addSchedule(weekSchedule())
 			e.fp.failBefore, e.fp.failAfter = !crashAfter, crashAfter
-			if _, err := e.ctrl.Reconcile(e.ctx, ns, "pool"); !errors.Is(err, errCrash) {
+			if _, err := e.reconcile("pool"); !errors.Is(err, errCrash) {
 				t.Fatalf("pass = %v, want the simulated crash", err)
 			}
 			st := e.targetStatus("pool", "qwen32b")
@@ -334,7 +334,7 @@ func TestRequeueAtNextBoundary(t *testing.T) {
 	e.addSchedule(weekSchedule())
 	e.mustPass("pool")
 	e.clock.SetTime(at(19, 7, 59).Add(50 * time.Second))
-	requeue, err := e.ctrl.Reconcile(e.ctx, ns, "pool")
+	requeue, err := e.reconcile("pool")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -58,6 +58,26 @@ type env struct {
 	fp       *failpoints
 	ready    bool
 	events   []string
+	// calls are the API calls the controller made (not the test), as
+	// "verb group/resource[/subresource]".
+	calls map[string]bool
+}
+
+// reconcile runs one pass and records the API calls it made.
+func (e *env) reconcile(name string) (time.Duration, error) {
+	nc, nd := len(e.client.Actions()), len(e.dyn.Actions())
+	requeue, err := e.ctrl.Reconcile(e.ctx, ns, name)
+	if e.calls == nil {
+		e.calls = map[string]bool{}
+	}
+	for _, a := range append(e.client.Actions()[nc:], e.dyn.Actions()[nd:]...) {
+		r := a.GetResource().Group + "/" + a.GetResource().Resource
+		if a.GetSubresource() != "" {
+			r += "/" + a.GetSubresource()
+		}
+		e.calls[a.GetVerb()+" "+r] = true
+	}
+	return requeue, err
 }
 
 func newEnv(t *testing.T, now time.Time, objs ...runtime.Object) *env {
@@ -137,7 +157,7 @@ func (e *env) targetStatus(schedule, target string) v1alpha1.TargetStatus {
 // bring every Deployment's status to its spec (pods ready at once).
 func (e *env) pass(name string) error {
 	e.t.Helper()
-	_, err := e.ctrl.Reconcile(e.ctx, ns, name)
+	_, err := e.reconcile(name)
 	e.settle(true)
 	return err
 }
