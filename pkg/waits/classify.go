@@ -38,6 +38,9 @@ type Attempt struct {
 	Reservation string
 	// Gang is the gang plugin's message when the pod's gang is incomplete.
 	Gang string
+	// Turn is the fairness plugin's message when the pod waits its turn
+	// behind another tenant's pod.
+	Turn string
 	// Rejections maps a node to "Plugin: reason" for nodes whose devices
 	// would do but that a plugin rejected; the classifier names them when
 	// nothing else explains the wait.
@@ -146,8 +149,8 @@ func gpus(n int) string {
 }
 
 // Classify turns an attempt into one reason with a message that carries
-// numbers. Admission answers come first (quota, reservation budget, gang),
-// then the pool: the request furthest from fitting decides.
+// numbers. Admission answers come first (quota, reservation budget, gang,
+// a fair-queue turn), then the pool: the request furthest from fitting decides.
 func Classify(a Attempt) Verdict {
 	switch {
 	case a.Quota != "":
@@ -156,6 +159,8 @@ func Classify(a Attempt) Verdict {
 		return Verdict{Reason: ReservationOvercommitted, Message: a.Reservation}
 	case a.Gang != "":
 		return Verdict{Reason: GangIncomplete, Message: a.Gang}
+	case a.Turn != "":
+		return Verdict{Reason: NotAttempted, Message: a.Turn}
 	}
 	var worst TierCounts
 	worstState := tierState(-1)

@@ -55,6 +55,10 @@ func TestClassify(t *testing.T) {
 			in:   Attempt{Gang: "gang train: 1 of 2 members"},
 			want: Verdict{Reason: GangIncomplete, Message: "gang train: 1 of 2 members"},
 		},
+		"waiting its turn in the fair queue": {
+			in:   Attempt{Turn: "queued behind y/y-0", Requests: [][]TierCounts{{counts(1, [2]int{1, 1}, none, none, none)}}},
+			want: Verdict{Reason: NotAttempted, Message: "queued behind y/y-0"},
+		},
 		"devices free but the claim's constraints fail there": {
 			in:   Attempt{Requests: [][]TierCounts{{counts(2, [2]int{2, 0}, none, none, none)}}, DeviceConstraintNodes: []string{"n1"}},
 			want: Verdict{Reason: TopologyFragmentation, Message: "request gpu: 2 free (n1: 2) but the claim's constraints cannot be met together on n1"},

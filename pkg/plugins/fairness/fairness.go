@@ -16,12 +16,18 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/rota-dev/rota/pkg/waits"
 )
 
 // Name is the plugin's name in KubeSchedulerConfiguration.
 const Name = "Fairness"
 
-var _ fwk.QueueSortPlugin = &Fairness{}
+var (
+	_ fwk.QueueSortPlugin   = &Fairness{}
+	_ fwk.PreFilterPlugin   = &Fairness{}
+	_ fwk.EnqueueExtensions = &Fairness{}
+)
 
 // Fairness is the plugin.
 type Fairness struct {
@@ -29,6 +35,7 @@ type Fairness struct {
 	weights map[string]int32
 	deflt   int32
 	usage   *usage
+	turn    *turnChecker
 }
 
 // New builds the plugin and starts counting devices per tenant from the
@@ -50,6 +57,20 @@ func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error
 	})
 	if err != nil {
 		return nil, fmt.Errorf("watch ResourceClaims: %w", err)
+	}
+	if dra := h.SharedDRAManager(); dra != nil {
+		pl.turn = &turnChecker{
+			pods: h.SharedInformerFactory().Core().V1().Pods().Lister(), dra: dra,
+			celCache: waits.NewCELCache(), pending: newPending(h.ProfileName()), activate: h,
+		}
+		_, err = h.SharedInformerFactory().Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    pl.turn.pending.update,
+			UpdateFunc: func(_, obj any) { pl.turn.pending.update(obj) },
+			DeleteFunc: pl.turn.pending.remove,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("watch pods: %w", err)
+		}
 	}
 	return pl, nil
 }

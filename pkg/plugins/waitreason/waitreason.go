@@ -41,6 +41,7 @@ const (
 	quotaPlugin       = "Quota"
 	reservationPlugin = "Reservation"
 	gangPlugin        = "Gang"
+	fairnessPlugin    = "Fairness"
 )
 
 var (
@@ -139,7 +140,9 @@ func (pl *WaitReason) classify(ctx context.Context, pod *v1.Pod, statuses fwk.No
 		msg := strings.Join(st.Reasons(), "; ")
 		switch {
 		case st.Plugin() == quotaPlugin:
-			a.Quota = msg
+			a.Quota = strings.TrimPrefix(msg, string(waits.QuotaExceeded)+": ")
+		case st.Plugin() == fairnessPlugin:
+			a.Turn = msg
 		case st.Plugin() == reservationPlugin && strings.Contains(msg, string(waits.ReservationOvercommitted)):
 			a.Reservation = msg
 		case st.Plugin() == gangPlugin:
