@@ -4,7 +4,6 @@ import (
 	"context"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 )
@@ -53,6 +52,6 @@ func (pl *Quota) release(cs fwk.CycleState) {
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
 	for _, r := range s.requests {
-		delete(pl.inFlight, types.UID(r.Claim.UID))
+		delete(pl.inFlight, r.Claim.UID)
 	}
 }

@@ -35,16 +35,6 @@ func (s *simTime) at(minutes int, what string) {
 	s.tb.Logf("t=%d: %s", minutes, what)
 }
 
-// nodeOf returns the node a pod is bound to, or "".
-func nodeOf(tb testing.TB, cp *framework.ControlPlane, namespace, name string) string {
-	tb.Helper()
-	p, err := cp.Client.CoreV1().Pods(namespace).Get(context.Background(), name, metav1.GetOptions{})
-	if err != nil {
-		tb.Fatalf("get pod %s/%s: %v", namespace, name, err)
-	}
-	return p.Spec.NodeName
-}
-
 // waitingCondition returns the pod's rota.dev/Waiting condition or nil.
 func waitingCondition(tb testing.TB, cp *framework.ControlPlane, namespace, name string) *v1.PodCondition {
 	tb.Helper()
