@@ -47,7 +47,7 @@ func Start(ctx context.Context, logger klog.Logger, dir string) (_ *ControlPlane
 			err = errors.New(f.msg)
 		}
 	}()
-	cp, err := StartWith(r, dir)
+	cp, err := startWith(r, dir, true)
 	if err != nil {
 		r.runCleanups()
 		return nil, err
@@ -60,11 +60,15 @@ func Start(ctx context.Context, logger klog.Logger, dir string) (_ *ControlPlane
 // failure on shutdown) and registers its own cleanups with it; Stop must
 // still be called, before t's cleanups run.
 func StartWith(t ktesting.TB, dir string) (*ControlPlane, error) {
+	return startWith(t, dir, false)
+}
+
+func startWith(t ktesting.TB, dir string, quietEtcd bool) (*ControlPlane, error) {
 	if err := prepareCertFixtures(dir); err != nil {
 		return nil, err
 	}
 	cp := &ControlPlane{}
-	etcdURL, stopEtcd, err := startEtcd(filepath.Join(dir, "etcd"))
+	etcdURL, stopEtcd, err := startEtcd(filepath.Join(dir, "etcd"), quietEtcd)
 	if err != nil {
 		return nil, err
 	}

@@ -6,11 +6,13 @@ import (
 	"time"
 
 	"go.etcd.io/etcd/server/v3/embed"
+	"go.uber.org/zap"
 )
 
 // startEtcd runs etcd in-process in dir on loopback ports chosen by the
-// kernel. It returns the client URL and a function that stops etcd.
-func startEtcd(dir string) (string, func(), error) {
+// kernel. It returns the client URL and a function that stops etcd. Quiet
+// drops etcd's own log (errors only otherwise), which it writes to stderr.
+func startEtcd(dir string, quiet bool) (string, func(), error) {
 	cfg := embed.NewConfig()
 	cfg.Dir = dir
 	local := url.URL{Scheme: "http", Host: "127.0.0.1:0"}
@@ -20,6 +22,9 @@ func startEtcd(dir string) (string, func(), error) {
 	cfg.AdvertisePeerUrls = []url.URL{local}
 	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
 	cfg.LogLevel = "error"
+	if quiet {
+		cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
+	}
 
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {

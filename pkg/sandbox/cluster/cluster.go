@@ -1,0 +1,264 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+	"k8s.io/kubernetes/pkg/controller/deployment"
+	"k8s.io/kubernetes/pkg/controller/replicaset"
+	"sigs.k8s.io/yaml"
+
+	"github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
+	"github.com/rota-dev/rota/pkg/reservation"
+	"github.com/rota-dev/rota/pkg/sandbox/controlplane"
+	schedulecontroller "github.com/rota-dev/rota/pkg/schedule/controller"
+)
+
+// GateNamespace holds the schedule controller's gate ConfigMap, switched on.
+const GateNamespace = "rota-system"
+
+// Cluster is a running sandbox.
+type Cluster struct {
+	*controlplane.ControlPlane
+	Nodes   []*Node
+	Applier *Applier
+	Watch   *Watch
+
+	opts Options
+	stop []func()
+}
+
+// Start brings the whole sandbox up. Stop tears it down.
+func Start(ctx context.Context, o Options) (_ *Cluster, err error) {
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	logger := klog.FromContext(ctx)
+	if err := os.MkdirAll(o.Dir, 0o750); err != nil {
+		return nil, fmt.Errorf("sandbox directory: %w", err)
+	}
+	cp, err := controlplane.Start(ctx, logger, o.Dir)
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{ControlPlane: cp, opts: o}
+	c.stop = append(c.stop, cp.Stop)
+	defer func() {
+		if err != nil {
+			c.Stop()
+		}
+	}()
+	manifests := filepath.Join(o.RepoRoot, "manifests")
+	if err := cp.InstallCRDs(ctx, filepath.Join(manifests, "crds")); err != nil {
+		return nil, err
+	}
+	if c.Applier, err = NewApplier(cp.Config); err != nil {
+		return nil, err
+	}
+	if err := c.Applier.ApplyFile(ctx, filepath.Join(manifests, "driver", "deviceclass.yaml")); err != nil {
+		return nil, err
+	}
+	if err := c.Applier.ApplyYAML(ctx, []byte(gateYAML)); err != nil {
+		return nil, err
+	}
+	schedConfig := filepath.Join(o.Dir, "scheduler-config.yaml")
+	if err := writeSchedulerConfig(filepath.Join(manifests, "scheduler", "config.yaml"), cp.Kubeconfig, schedConfig); err != nil {
+		return nil, err
+	}
+	if err := c.run(ctx, "ResourceClaim controller", func(ctx context.Context) (func(), error) {
+		return controlplane.StartClaimController(ctx, cp.Client)
+	}); err != nil {
+		return nil, err
+	}
+	if err := c.run(ctx, "workload controllers", c.startWorkloadControllers); err != nil {
+		return nil, err
+	}
+	if err := c.run(ctx, "scheduler", func(ctx context.Context) (func(), error) {
+		return controlplane.StartScheduler(ctx, schedConfig)
+	}); err != nil {
+		return nil, err
+	}
+	if err := c.run(ctx, "schedule controller", c.startScheduleController); err != nil {
+		return nil, err
+	}
+	if err := c.run(ctx, "reservation controller", c.startReservationController); err != nil {
+		return nil, err
+	}
+	for _, spec := range o.Nodes {
+		n, err := c.startNode(ctx, spec)
+		if err != nil {
+			return nil, fmt.Errorf("node %s: %w", spec.Name, err)
+		}
+		c.Nodes = append(c.Nodes, n)
+		c.stop = append(c.stop, n.stop)
+	}
+	if c.Watch, err = startWatch(ctx, c); err != nil {
+		return nil, err
+	}
+	c.stop = append(c.stop, c.Watch.stop)
+	return c, nil
+}
+
+// Stop ends every component, the control plane last.
+func (c *Cluster) Stop() {
+	for i := len(c.stop) - 1; i >= 0; i-- {
+		c.stop[i]()
+	}
+	c.stop = nil
+}
+
+// Node returns the named simulated node, nil if there is none.
+func (c *Cluster) Node(name string) *Node {
+	for _, n := range c.Nodes {
+		if n.Name == name {
+			return n
+		}
+	}
+	return nil
+}
+
+func (c *Cluster) run(ctx context.Context, what string, start func(ctx context.Context) (func(), error)) error {
+	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithName(what))
+	stop, err := start(ctx)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	c.stop = append(c.stop, stop)
+	return nil
+}
+
+// gateYAML switches the schedule controller on.
+const gateYAML = `apiVersion: v1
+kind: Namespace
+metadata:
+  name: ` + GateNamespace + `
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: ` + schedulecontroller.DefaultGateName + `
+  namespace: ` + GateNamespace + `
+data:
+  ` + schedulecontroller.GateKey + `: "on"
+`
+
+// writeSchedulerConfig is controlplane.WriteSchedulerConfig with the
+// scheduler's retry back-off at its minimum (1s): the simulation advances
+// its clock once the cluster is quiet, and a pod waiting out a 10s back-off
+// would be placed late in simulated time.
+func writeSchedulerConfig(src, kubeconfig, dst string) error {
+	if err := controlplane.WriteSchedulerConfig(src, kubeconfig, dst); err != nil {
+		return err
+	}
+	data, err := os.ReadFile(dst)
+	if err != nil {
+		return fmt.Errorf("read scheduler config: %w", err)
+	}
+	var cfg map[string]any
+	if err := yaml.Unmarshal(data, &cfg); err != nil {
+		return fmt.Errorf("decode scheduler config: %w", err)
+	}
+	cfg["podInitialBackoffSeconds"] = 1
+	cfg["podMaxBackoffSeconds"] = 1
+	out, err := yaml.Marshal(cfg)
+	if err != nil {
+		return fmt.Errorf("encode scheduler config: %w", err)
+	}
+	return os.WriteFile(dst, out, 0o600)
+}
+
+// startWorkloadControllers runs kube-controller-manager's Deployment and
+// ReplicaSet controllers.
+func (c *Cluster) startWorkloadControllers(ctx context.Context) (func(), error) {
+	ctx, cancel := context.WithCancel(ctx)
+	factory := informers.NewSharedInformerFactory(c.Client, 0)
+	dc, err := deployment.NewDeploymentController(ctx, factory.Apps().V1().Deployments(), factory.Apps().V1().ReplicaSets(), factory.Core().V1().Pods(), c.Client)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	rsc := replicaset.NewReplicaSetController(ctx, factory.Apps().V1().ReplicaSets(), factory.Core().V1().Pods(), c.Client, replicaset.BurstReplicas)
+	factory.Start(ctx.Done())
+	var wg sync.WaitGroup
+	wg.Go(func() { dc.Run(ctx, 2) })
+	wg.Go(func() { rsc.Run(ctx, 2) })
+	return func() {
+		cancel()
+		wg.Wait()
+		factory.Shutdown()
+	}, nil
+}
+
+// startScheduleController runs Rota's DeploySchedule controller on the
+// sandbox clock.
+func (c *Cluster) startScheduleController(ctx context.Context) (func(), error) {
+	ctx, cancel := context.WithCancel(ctx)
+	s := runtime.NewScheme()
+	if err := scheme.AddToScheme(s); err != nil {
+		cancel()
+		return nil, err
+	}
+	if err := v1alpha1.AddToScheme(s); err != nil {
+		cancel()
+		return nil, err
+	}
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.Client.CoreV1().Events("")})
+	ctrl, err := schedulecontroller.New(schedulecontroller.Options{
+		Client: c.Client, Dynamic: c.Dynamic, Clock: c.opts.Clock,
+		Recorder:      broadcaster.NewRecorder(s, v1.EventSource{Component: "rota-schedule-controller"}),
+		GateNamespace: GateNamespace,
+		PassPeriod:    c.opts.PassPeriod,
+	})
+	if err != nil {
+		cancel()
+		broadcaster.Shutdown()
+		return nil, err
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		ctrl.Run(ctx, 2)
+	}()
+	return func() {
+		cancel()
+		<-done
+		broadcaster.Shutdown()
+	}, nil
+}
+
+// startReservationController runs Rota's GPUReservation controller.
+func (c *Cluster) startReservationController(ctx context.Context) (func(), error) {
+	ctx, cancel := context.WithCancel(ctx)
+	factory := informers.NewSharedInformerFactory(c.Client, 0)
+	dynFactory := dynamicinformer.NewDynamicSharedInformerFactory(c.Dynamic, 0)
+	ctrl, err := reservation.New(ctx, c.Client, c.Dynamic, factory, dynFactory, c.opts.Clock)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	factory.Start(ctx.Done())
+	dynFactory.Start(ctx.Done())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		ctrl.Run(ctx, 2)
+	}()
+	return func() {
+		cancel()
+		<-done
+		factory.Shutdown()
+		dynFactory.Shutdown()
+	}, nil
+}
