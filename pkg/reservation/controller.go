@@ -34,6 +34,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/component-base/metrics"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
@@ -50,35 +51,89 @@ type Controller struct {
 	slices       resourcelisters.ResourceSliceLister
 	claims       resourcelisters.ResourceClaimLister
 	rules        resourcelisters.DeviceTaintRuleLister
+	classes      resourcelisters.DeviceClassLister
 	pods         corelisters.PodLister
 	nodes        corelisters.NodeLister
 	replicaSets  appslisters.ReplicaSetLister
 	synced       []cache.InformerSynced
 
-	queue       workqueue.TypedRateLimitingInterface[string]
-	broadcaster record.EventBroadcaster
-	recorder    record.EventRecorder
+	queue        workqueue.TypedRateLimitingInterface[string]
+	broadcaster  record.EventBroadcaster // nil when the binary records events
+	recorder     record.EventRecorder
+	metrics      *controllerMetrics
+	ownFactories []startable
+	quotaClass   string
 }
 
-// New builds the controller on the caller's informer factories; the caller
-// starts them (before or after Run). dynFactory must serve GVR.
-func New(ctx context.Context, client kubernetes.Interface, dyn dynamic.Interface,
-	factory informers.SharedInformerFactory, dynFactory dynamicinformer.DynamicSharedInformerFactory, clk clock.PassiveClock) (*Controller, error) {
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return nil, fmt.Errorf("building event scheme: %w", err)
+// startable is an informer factory the controller made itself.
+type startable interface {
+	Start(stopCh <-chan struct{})
+	Shutdown()
+}
+
+// Options are what the controller needs from its binary.
+type Options struct {
+	Client  kubernetes.Interface
+	Dynamic dynamic.Interface
+	Clock   clock.PassiveClock
+	// Recorder writes events; its scheme must know GPUReservation. Nil: the
+	// controller records through a broadcaster of its own.
+	Recorder record.EventRecorder
+	// Factory and DynFactory (serving GVR) are shared informer factories the
+	// caller starts; nil: the controller makes its own and starts them in Run.
+	Factory    informers.SharedInformerFactory
+	DynFactory dynamicinformer.DynamicSharedInformerFactory
+	// Registry receives the controller's metrics; nil: none are exported.
+	Registry metrics.KubeRegistry
+	// QuotaDeviceClass is the class a reservation's GPUs are charged to in
+	// its namespace's ResourceQuota; "" means DefaultQuotaDeviceClass.
+	QuotaDeviceClass string
+}
+
+// New builds the controller.
+func New(opts Options) (*Controller, error) {
+	if opts.Client == nil || opts.Dynamic == nil {
+		return nil, fmt.Errorf("reservation controller: Client and Dynamic are required")
 	}
-	if err := rotav1.AddToScheme(scheme); err != nil {
-		return nil, fmt.Errorf("building event scheme: %w", err)
-	}
-	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 	c := &Controller{
-		client:      client,
-		dynamic:     dyn,
-		clock:       clk,
-		queue:       workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](), workqueue.TypedRateLimitingQueueConfig[string]{Name: "gpureservation"}),
-		broadcaster: broadcaster,
-		recorder:    broadcaster.NewRecorder(scheme, v1.EventSource{Component: "rota-reservation-controller"}),
+		client:     opts.Client,
+		dynamic:    opts.Dynamic,
+		clock:      opts.Clock,
+		queue:      workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](), workqueue.TypedRateLimitingQueueConfig[string]{Name: "gpureservation"}),
+		metrics:    newMetrics(),
+		quotaClass: opts.QuotaDeviceClass,
+	}
+	if c.quotaClass == "" {
+		c.quotaClass = DefaultQuotaDeviceClass
+	}
+	if c.clock == nil {
+		c.clock = clock.RealClock{}
+	}
+	if opts.Registry != nil {
+		if err := c.metrics.register(opts.Registry); err != nil {
+			return nil, err
+		}
+	}
+	c.recorder = opts.Recorder
+	if c.recorder == nil {
+		scheme := runtime.NewScheme()
+		if err := clientgoscheme.AddToScheme(scheme); err != nil {
+			return nil, fmt.Errorf("building event scheme: %w", err)
+		}
+		if err := rotav1.AddToScheme(scheme); err != nil {
+			return nil, fmt.Errorf("building event scheme: %w", err)
+		}
+		c.broadcaster = record.NewBroadcaster()
+		c.recorder = c.broadcaster.NewRecorder(scheme, v1.EventSource{Component: "rota-reservation-controller"})
+	}
+	factory, dynFactory := opts.Factory, opts.DynFactory
+	if factory == nil {
+		factory = informers.NewSharedInformerFactory(opts.Client, 0)
+		c.ownFactories = append(c.ownFactories, factory)
+	}
+	if dynFactory == nil {
+		dynFactory = dynamicinformer.NewDynamicSharedInformerFactory(opts.Dynamic, 0)
+		c.ownFactories = append(c.ownFactories, dynFactory)
 	}
 	resInformer := dynFactory.ForResource(GVR)
 	c.reservations = resInformer.Lister()
@@ -119,7 +174,9 @@ func New(ctx context.Context, client kubernetes.Interface, dyn dynamic.Interface
 		}
 		c.synced = append(c.synced, h.informer.HasSynced)
 	}
-	c.synced = append(c.synced, rsInf.Informer().HasSynced)
+	classInf := factory.Resource().V1().DeviceClasses()
+	c.classes = classInf.Lister()
+	c.synced = append(c.synced, rsInf.Informer().HasSynced, classInf.Informer().HasSynced)
 	return c, nil
 }
 
@@ -128,8 +185,14 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 	defer utilruntime.HandleCrash()
 	defer c.queue.ShutDown()
 	logger := klog.FromContext(ctx)
-	c.broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.client.CoreV1().Events("")})
-	defer c.broadcaster.Shutdown()
+	if c.broadcaster != nil {
+		c.broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.client.CoreV1().Events("")})
+		defer c.broadcaster.Shutdown()
+	}
+	for _, f := range c.ownFactories {
+		f.Start(ctx.Done())
+		defer f.Shutdown()
+	}
 	logger.Info("Starting GPUReservation controller", "workers", workers)
 	defer logger.Info("Stopped GPUReservation controller")
 	if !cache.WaitForNamedCacheSync("gpureservation", ctx.Done(), c.synced...) {

@@ -28,7 +28,12 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	obj, err := c.reservations.ByNamespace(namespace).Get(name)
 	if apierrors.IsNotFound(err) {
-		return c.deleteRules(ctx, namespace, name, nil)
+		c.metrics.forget(namespace, name)
+		if err := c.deleteRules(ctx, namespace, name, nil); err != nil {
+			return err
+		}
+		gone := &rotav1.GPUReservation{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
+		return c.ensureClass(ctx, gone, nil)
 	}
 	if err != nil {
 		return fmt.Errorf("getting GPUReservation %s: %w", key, err)
@@ -52,12 +57,31 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 
 	held, selErr := c.choose(res)
+	charge := int64(len(held))
+	if selErr != nil {
+		charge = 0
+	}
+	if err := c.ensureQuotaClaim(ctx, res, charge); err != nil {
+		var se *SelectionError
+		if !errors.As(err, &se) {
+			return err
+		}
+		selErr, held = se, nil
+	}
 	if selErr != nil {
 		if err := c.deleteRules(ctx, res.Namespace, res.Name, nil); err != nil {
 			return err
 		}
-	} else if err := c.ensureRules(ctx, res, held); err != nil {
-		return err
+		if err := c.ensureClass(ctx, res, nil); err != nil {
+			return err
+		}
+	} else {
+		if err := c.ensureRules(ctx, res, held); err != nil {
+			return err
+		}
+		if err := c.ensureClass(ctx, res, held); err != nil {
+			return err
+		}
 	}
 	headroom, err := ParseHeadroom(res.Spec.Headroom)
 	if err != nil {
@@ -71,6 +95,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	status := computeStatus(res, held, headroom, selErr, members, mismatches, metav1.NewTime(c.clock.Now()))
 	c.recordChanges(res, &status, mismatches)
+	c.metrics.observe(res, &status)
 	if apiequality.Semantic.DeepEqual(res.Status, status) {
 		return nil
 	}
@@ -173,6 +198,12 @@ func (c *Controller) release(ctx context.Context, res *rotav1.GPUReservation) er
 		return nil
 	}
 	if err := c.deleteRules(ctx, res.Namespace, res.Name, nil); err != nil {
+		return err
+	}
+	if err := c.ensureClass(ctx, res, nil); err != nil {
+		return err
+	}
+	if err := c.ensureQuotaClaim(ctx, res, 0); err != nil {
 		return err
 	}
 	res.Finalizers = slices.DeleteFunc(res.Finalizers, func(f string) bool { return f == Finalizer })

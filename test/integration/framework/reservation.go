@@ -134,3 +134,13 @@ func ReplicaPod(rs *appsv1.ReplicaSet, name, schedulerName, template string) *v1
 	pod.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: rs.Name, UID: rs.UID, Controller: ptr.To(true)}}
 	return pod
 }
+
+// WithDeviceClass makes every request of tmpl ask for class instead.
+func WithDeviceClass(tmpl *resourceapi.ResourceClaimTemplate, class string) *resourceapi.ResourceClaimTemplate {
+	for i := range tmpl.Spec.Spec.Devices.Requests {
+		if r := tmpl.Spec.Spec.Devices.Requests[i].Exactly; r != nil {
+			r.DeviceClassName = class
+		}
+	}
+	return tmpl
+}

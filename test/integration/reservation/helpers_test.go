@@ -9,8 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/dynamic/dynamicinformer"
-	"k8s.io/client-go/informers"
+	"k8s.io/component-base/metrics"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 	"k8s.io/utils/clock"
@@ -35,15 +34,11 @@ func startReservationController(t *testing.T, cp *framework.ControlPlane) {
 	t.Helper()
 	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.Verbosity(2)))
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logger))
-	factory := informers.NewSharedInformerFactory(cp.Client, 0)
-	dynFactory := dynamicinformer.NewDynamicSharedInformerFactory(cp.Dynamic, 0)
-	ctrl, err := rsv.New(ctx, cp.Client, cp.Dynamic, factory, dynFactory, clock.RealClock{})
+	ctrl, err := rsv.New(rsv.Options{Client: cp.Client, Dynamic: cp.Dynamic, Clock: clock.RealClock{}, Registry: metrics.NewKubeRegistry()})
 	if err != nil {
 		cancel()
 		t.Fatalf("create reservation controller: %v", err)
 	}
-	factory.Start(ctx.Done())
-	dynFactory.Start(ctx.Done())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -52,8 +47,6 @@ func startReservationController(t *testing.T, cp *framework.ControlPlane) {
 	t.Cleanup(func() {
 		cancel()
 		<-done
-		factory.Shutdown()
-		dynFactory.Shutdown()
 	})
 }
 
