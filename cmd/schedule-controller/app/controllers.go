@@ -10,6 +10,7 @@ import (
 	"k8s.io/component-base/metrics"
 	"k8s.io/utils/clock"
 
+	"github.com/rota-dev/rota/pkg/reservation"
 	schedulecontroller "github.com/rota-dev/rota/pkg/schedule/controller"
 )
 
@@ -50,6 +51,7 @@ type controllerEntry struct {
 func controllers() []controllerEntry {
 	return []controllerEntry{
 		{Name: "deployschedule", New: newDeployScheduleController},
+		{Name: "gpureservation", New: newGPUReservationController},
 	}
 }
 
@@ -59,5 +61,11 @@ func newDeployScheduleController(d deps) (runnable, error) {
 		GateNamespace: d.Namespace, GateName: d.Settings.GateName,
 		PassPeriod: d.Settings.PassPeriod, ProgressPeriod: d.Settings.ProgressPeriod,
 		Registry: d.Registry,
+	})
+}
+
+func newGPUReservationController(d deps) (runnable, error) {
+	return reservation.New(reservation.Options{
+		Client: d.Client, Dynamic: d.Dynamic, Clock: d.Clock, Recorder: d.Recorder, Registry: d.Registry,
 	})
 }
