@@ -75,6 +75,7 @@ func TestFragmentationScenario(t *testing.T) {
 		"preemption would not help")
 	t.Logf("  b-rank-0: TopologyFragmentation: %s", msg)
 	cp.AllocatedDevices(t)
+	checkKubectlRota(t, cp)
 
 	sim.at(12, "A scales to one replica: its second replica on n1 drains, B's ranks land together on n1")
 	cp.DeletePodNow(t, "team-a", "a-2")

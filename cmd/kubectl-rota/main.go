@@ -1,0 +1,77 @@
+// Command kubectl-rota is a kubectl plugin (`kubectl rota ...`) that shows
+// what Rota decided: why a pod waits (`why`) and who holds every GPU of
+// the pool (`pool`). It only reads from the API server.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+)
+
+func main() {
+	streams := genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}
+	if err := newRootCommand(streams).ExecuteContext(context.Background()); err != nil {
+		fmt.Fprintln(os.Stderr, "error:", err)
+		os.Exit(1)
+	}
+}
+
+// options are the flags every subcommand shares.
+type options struct {
+	config  *genericclioptions.ConfigFlags
+	streams genericiooptions.IOStreams
+	output  string
+	width   int
+}
+
+func newRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
+	o := &options{config: genericclioptions.NewConfigFlags(true), streams: streams}
+	cmd := &cobra.Command{
+		Use:           "kubectl-rota",
+		Short:         "Show what Rota decided: why a pod waits, who holds each GPU",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	o.config.AddFlags(cmd.PersistentFlags())
+	cmd.PersistentFlags().StringVarP(&o.output, "output", "o", "", "output format: empty for text, or json")
+	cmd.PersistentFlags().IntVar(&o.width, "width", 100, "wrap text output at this many columns")
+	cmd.AddCommand(newWhyCommand(o), newPoolCommand(o))
+	return cmd
+}
+
+func (o *options) clients() (kubernetes.Interface, dynamic.Interface, string, error) {
+	cfg, err := o.config.ToRESTConfig()
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("kubeconfig: %w", err)
+	}
+	ns, _, err := o.config.ToRawKubeConfigLoader().Namespace()
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("namespace: %w", err)
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("client: %w", err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("dynamic client: %w", err)
+	}
+	return client, dyn, ns, nil
+}
+
+func (o *options) validate() error {
+	if o.output != "" && o.output != "json" {
+		return fmt.Errorf("--output %q is not supported: use json or leave it empty", o.output)
+	}
+	if o.width < 40 {
+		return fmt.Errorf("--width %d is too narrow: at least 40", o.width)
+	}
+	return nil
+}
