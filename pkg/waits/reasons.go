@@ -36,6 +36,10 @@ const (
 	NotAttempted Reason = "NotAttempted"
 )
 
+// GangLabel names the gang a pod belongs to (within its namespace); the
+// Gang plugin admits a gang whole or not at all.
+const GangLabel = "rota.dev/gang"
+
 // Placed is the condition reason once the pod is bound (status False).
 const Placed = "Placed"
 

@@ -181,9 +181,14 @@ func (pl *WaitReason) classify(ctx context.Context, pod *v1.Pod, statuses fwk.No
 		}
 		a.Requests = append(a.Requests, tiers)
 	}
-	// Nodes whose devices would do, rejected for something else, matter
-	// only where no device explanation exists.
-	return waits.Classify(a), nil
+	v := waits.Classify(a)
+	// A gang member that cannot be placed keeps its whole gang waiting:
+	// the admission answer is GangIncomplete, with the pool's reason.
+	if g := pod.Labels[waits.GangLabel]; g != "" && v.Reason != waits.GangIncomplete && v.Reason != waits.NotAttempted && v.Reason != waits.QuotaExceeded && v.Reason != waits.ReservationOvercommitted {
+		v = waits.Verdict{Reason: waits.GangIncomplete, Unresolvable: v.Unresolvable,
+			Message: fmt.Sprintf("gang %s cannot be admitted whole: %s: %s", g, v.Reason, v.Message)}
+	}
+	return v, nil
 }
 
 func podPriority(pod *v1.Pod) int32 {
