@@ -9,6 +9,7 @@ import (
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 
 	"github.com/rota-dev/rota/pkg/plugins/fairness"
+	"github.com/rota-dev/rota/pkg/plugins/gang"
 	"github.com/rota-dev/rota/pkg/plugins/quota"
 	"github.com/rota-dev/rota/pkg/plugins/reservation"
 	"github.com/rota-dev/rota/pkg/plugins/tiering"
@@ -26,6 +27,7 @@ func PluginOptions() []app.Option {
 		app.WithPlugin(reservation.Name, reservation.New),
 		app.WithPlugin(quota.Name, quota.New),
 		app.WithPlugin(fairness.Name, fairness.New),
+		app.WithPlugin(gang.Name, gang.New),
 		app.WithPlugin(waitreason.Name, waitreason.New),
 	}
 }
