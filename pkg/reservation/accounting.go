@@ -100,7 +100,7 @@ func (c *Controller) ensureQuotaClaim(ctx context.Context, res *rotav1.GPUReserv
 		return fmt.Errorf("getting quota claim %s/%s: %w", res.Namespace, name, err)
 	}
 	want := quotaClaim(res, c.quotaClass, count)
-	if cur != nil && (count == 0 || !apiequality.Semantic.DeepEqual(cur.Spec, want.Spec)) {
+	if cur != nil && (count == 0 || !sameCharge(cur, want)) {
 		// A claim's spec is immutable: a new count is a new claim.
 		if err := c.client.ResourceV1().ResourceClaims(res.Namespace).Delete(ctx, name, metav1.DeleteOptions{
 			Preconditions: &metav1.Preconditions{UID: &cur.UID},
@@ -149,7 +149,7 @@ func (c *Controller) ensureClass(ctx context.Context, res *rotav1.GPUReservation
 		}
 	case err != nil:
 		return fmt.Errorf("getting DeviceClass %s: %w", name, err)
-	case !apiequality.Semantic.DeepEqual(cur.Spec, want.Spec):
+	case !sameClass(cur, want):
 		upd := cur.DeepCopy()
 		upd.Spec, upd.Labels = want.Spec, want.Labels
 		if _, err := classes.Update(ctx, upd, metav1.UpdateOptions{}); err != nil {
@@ -157,4 +157,18 @@ func (c *Controller) ensureClass(ctx context.Context, res *rotav1.GPUReservation
 		}
 	}
 	return nil
+}
+
+// sameCharge compares the class and count of two quota claims; the rest of
+// the spec is the API server's defaulting.
+func sameCharge(cur, want *resourceapi.ResourceClaim) bool {
+	c, w := cur.Spec.Devices.Requests, want.Spec.Devices.Requests
+	return len(c) == 1 && len(w) == 1 && c[0].Exactly != nil && w[0].Exactly != nil &&
+		c[0].Exactly.DeviceClassName == w[0].Exactly.DeviceClassName && c[0].Exactly.Count == w[0].Exactly.Count
+}
+
+// sameClass compares the selectors and the presence of config of two
+// DeviceClasses.
+func sameClass(cur, want *resourceapi.DeviceClass) bool {
+	return apiequality.Semantic.DeepEqual(cur.Spec.Selectors, want.Spec.Selectors) && len(cur.Spec.Config) == len(want.Spec.Config)
 }

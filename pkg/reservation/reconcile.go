@@ -152,9 +152,11 @@ func (c *Controller) ensureRules(ctx context.Context, res *rotav1.GPUReservation
 			klog.FromContext(ctx).V(2).Info("Holding GPU", "pool", *r.Spec.DeviceSelector.Pool, "device", *r.Spec.DeviceSelector.Device, "deviceTaintRule", name)
 		case err != nil:
 			return fmt.Errorf("getting DeviceTaintRule %s: %w", name, err)
-		case !apiequality.Semantic.DeepEqual(cur.Spec, r.Spec) || !apiequality.Semantic.DeepEqual(cur.Labels, r.Labels):
+		case !sameRule(cur, r):
 			upd := cur.DeepCopy()
+			timeAdded := upd.Spec.Taint.TimeAdded
 			upd.Spec, upd.Labels = r.Spec, r.Labels
+			upd.Spec.Taint.TimeAdded = timeAdded
 			if _, err := c.client.ResourceV1().DeviceTaintRules().Update(ctx, upd, metav1.UpdateOptions{}); err != nil {
 				return fmt.Errorf("updating DeviceTaintRule %s: %w", name, err)
 			}
@@ -232,4 +234,14 @@ func (c *Controller) updateStatus(ctx context.Context, res *rotav1.GPUReservatio
 		return fmt.Errorf("updating status of GPUReservation %s/%s: %w", res.Namespace, res.Name, err)
 	}
 	return nil
+}
+
+// sameRule compares what the controller sets in a rule; the API server
+// fills the taint's TimeAdded, which must not count as a difference (or
+// every sync would write the rule again).
+func sameRule(cur, want *resourceapi.DeviceTaintRule) bool {
+	a, b := cur.Spec.Taint, want.Spec.Taint
+	return a.Key == b.Key && a.Value == b.Value && a.Effect == b.Effect &&
+		apiequality.Semantic.DeepEqual(cur.Spec.DeviceSelector, want.Spec.DeviceSelector) &&
+		cur.Labels[LabelNamespace] == want.Labels[LabelNamespace] && cur.Labels[LabelName] == want.Labels[LabelName]
 }

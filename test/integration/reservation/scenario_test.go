@@ -152,4 +152,14 @@ func TestScenarioH200Reservation(t *testing.T) {
 		return r.Status.Phase == rotav1.ReservationBound
 	})
 	t.Log(describeReservation(res))
+
+	// Many syncs later the controller has written its rule once: what the
+	// API server fills in (the taint's TimeAdded) is not fought over.
+	rules, err := cp.Client.ResourceV1().DeviceTaintRules().List(ctx, metav1.ListOptions{LabelSelector: rsv.LabelName + "=serving"})
+	if err != nil || len(rules.Items) != 1 {
+		t.Fatalf("rules of the reservation: %v (%v), want one", rules, err)
+	}
+	if g := rules.Items[0].Generation; g != 1 {
+		t.Errorf("DeviceTaintRule %s has generation %d, want 1 (rewritten by the controller)", rules.Items[0].Name, g)
+	}
 }
