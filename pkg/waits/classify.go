@@ -55,8 +55,9 @@ type Attempt struct {
 type Verdict struct {
 	Reason  Reason
 	Message string
-	// Unresolvable is true when no placement can exist until something
-	// the scheduler will not change does (a constraint conflict).
+	// Unresolvable is true when no placement can exist while pods that
+	// must keep running (PodDisruptionBudget) stay where they are: a
+	// constraint conflict, not a wait for capacity.
 	Unresolvable bool
 }
 
@@ -231,7 +232,7 @@ func withPreemption(v Verdict, t TierCounts) Verdict {
 		possible[node] = m - t.Pinned[node] - t.Tainted[node]
 		reachable[node] = t.Free[node] + t.Preemptible[node]
 	}
-	if pNode, pBlock := largest(possible); pBlock < t.Need {
+	if pNode, pBlock := largest(possible); pBlock < t.Need && sum(t.Pinned) > 0 {
 		v.Unresolvable = true
 		v.Message = fmt.Sprintf("constraint conflict, no placement exists: %s; pods that must keep running (PodDisruptionBudget) hold %d of the matching GPUs (%s), so the largest block any node could offer is %d on %s",
 			v.Message, sum(t.Pinned), spread(t.Pinned), pBlock, orNone(pNode))

@@ -59,6 +59,11 @@ func TestClassify(t *testing.T) {
 			in:   Attempt{Turn: "queued behind y/y-0", Requests: [][]TierCounts{{counts(1, [2]int{1, 1}, none, none, none)}}},
 			want: Verdict{Reason: NotAttempted, Message: "queued behind y/y-0"},
 		},
+		"no matching device at all is a shortage, not a conflict": {
+			in: Attempt{Requests: [][]TierCounts{{{Label: "tier 1/1 h100", Need: 1, Matching: map[string]int{}, Free: map[string]int{}}}}},
+			want: Verdict{Reason: InsufficientCapacity, Message: "tier 1/1 h100: needs 1 GPU, 0 free in the pool (none) of 0 matching; " +
+				"preemption would not help: evicting every lower-priority pod leaves at most 0 free on one node (no node)"},
+		},
 		"devices free but the claim's constraints fail there": {
 			in:   Attempt{Requests: [][]TierCounts{{counts(2, [2]int{2, 0}, none, none, none)}}, DeviceConstraintNodes: []string{"n1"}},
 			want: Verdict{Reason: TopologyFragmentation, Message: "request gpu: 2 free (n1: 2) but the claim's constraints cannot be met together on n1"},

@@ -103,9 +103,7 @@ func (pl *WaitReason) Name() string { return Name }
 
 // PostFilter classifies the failed attempt, records the reason on the pod
 // (asynchronously) and adds it to the scheduler's failure message. It
-// never nominates a node. A constraint conflict — no placement can exist
-// while pods that must keep running stay — is returned as
-// UnschedulableAndUnresolvable.
+// never nominates a node.
 func (pl *WaitReason) PostFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, statuses fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
 	logger := klog.FromContext(ctx)
 	v, err := pl.classify(ctx, pod, statuses)
@@ -116,11 +114,11 @@ func (pl *WaitReason) PostFilter(ctx context.Context, _ fwk.CycleState, pod *v1.
 	pl.writer.Wait(pod, v)
 	pl.metrics.waits.WithLabelValues(string(v.Reason), pod.Namespace).Inc()
 	logger.V(3).Info("Pod waits", "pod", klog.KObj(pod), "reason", v.Reason, "message", v.Message)
-	code := fwk.Unschedulable
-	if v.Unresolvable {
-		code = fwk.UnschedulableAndUnresolvable
-	}
-	return nil, fwk.NewStatus(code, fmt.Sprintf("%s: %s", v.Reason, v.Message))
+	// Always Unschedulable: UnschedulableAndUnresolvable would make the
+	// framework drop the other PostFilter plugins' explanations (Tiering's
+	// per-tier analysis) from the pod's message, and it does not change
+	// when the pod is retried (the Filter statuses decide that).
+	return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("%s: %s", v.Reason, v.Message))
 }
 
 // classify gathers what the attempt says and runs waits.Classify on it.

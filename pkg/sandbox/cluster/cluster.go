@@ -9,7 +9,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -241,15 +240,11 @@ func (c *Cluster) startScheduleController(ctx context.Context) (func(), error) {
 // startReservationController runs Rota's GPUReservation controller.
 func (c *Cluster) startReservationController(ctx context.Context) (func(), error) {
 	ctx, cancel := context.WithCancel(ctx)
-	factory := informers.NewSharedInformerFactory(c.Client, 0)
-	dynFactory := dynamicinformer.NewDynamicSharedInformerFactory(c.Dynamic, 0)
-	ctrl, err := reservation.New(ctx, c.Client, c.Dynamic, factory, dynFactory, c.opts.Clock)
+	ctrl, err := reservation.New(reservation.Options{Client: c.Client, Dynamic: c.Dynamic, Clock: c.opts.Clock})
 	if err != nil {
 		cancel()
 		return nil, err
 	}
-	factory.Start(ctx.Done())
-	dynFactory.Start(ctx.Done())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -258,7 +253,5 @@ func (c *Cluster) startReservationController(ctx context.Context) (func(), error
 	return func() {
 		cancel()
 		<-done
-		factory.Shutdown()
-		dynFactory.Shutdown()
 	}, nil
 }
