@@ -51,7 +51,25 @@ func New(opts Options) (*Controller, error) {
 		metrics:   newMetrics(opts.Registry),
 		compiled:  map[types.UID]compiledSchedule{},
 	}
-	c.informer = cache.NewSharedIndexInformer(c.schedules.listWatch(), &v1alpha1.DeploySchedule{}, 0, cache.Indexers{
+	// The list-watch follows the client: a real apiserver streams the initial
+	// list (WatchList), a fake client lists then watches.
+	c.informer = newScheduleInformer(cache.ToListWatcherWithWatchListSemantics(c.schedules.listWatch(), opts.Dynamic))
+	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, 5*time.Minute),
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: "deployschedule", Clock: opts.Clock})
+	if _, err := c.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueue,
+		UpdateFunc: func(_, obj any) { c.enqueue(obj) },
+		DeleteFunc: c.enqueue,
+	}); err != nil {
+		return nil, fmt.Errorf("add DeploySchedule handler: %w", err)
+	}
+	return c, nil
+}
+
+// newScheduleInformer watches DeploySchedules, indexed by the workloads they name.
+func newScheduleInformer(lw cache.ListerWatcher) cache.SharedIndexInformer {
+	return cache.NewSharedIndexInformer(lw, &v1alpha1.DeploySchedule{}, 0, cache.Indexers{
 		workloadIndex: func(obj any) ([]string, error) {
 			ds, ok := obj.(*v1alpha1.DeploySchedule)
 			if !ok {
@@ -64,17 +82,6 @@ func New(opts Options) (*Controller, error) {
 			return keys, nil
 		},
 	})
-	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(
-		workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, 5*time.Minute),
-		workqueue.TypedRateLimitingQueueConfig[string]{Name: "deployschedule", Clock: opts.Clock})
-	if _, err := c.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueue,
-		UpdateFunc: func(_, obj any) { c.enqueue(obj) },
-		DeleteFunc: c.enqueue,
-	}); err != nil {
-		return nil, fmt.Errorf("add DeploySchedule handler: %w", err)
-	}
-	return c, nil
 }
 
 func (c *Controller) enqueue(obj any) {

@@ -48,7 +48,7 @@ func at(day, hour, minute int) time.Time {
 
 // env is a controller against fake clients with a fake clock.
 type env struct {
-	t        *testing.T
+	t        testing.TB
 	ctx      context.Context
 	client   *fake.Clientset
 	dyn      *dynamicfake.FakeDynamicClient
@@ -80,7 +80,7 @@ func (e *env) reconcile(name string) (time.Duration, error) {
 	return requeue, err
 }
 
-func newEnv(t *testing.T, now time.Time, objs ...runtime.Object) *env {
+func newEnv(t testing.TB, now time.Time, objs ...runtime.Object) *env {
 	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
 	// An empty scheme keeps the fake dynamic client's objects unstructured,
