@@ -21,7 +21,7 @@ func runScenario(ctx context.Context, args []string, stdout, stderr io.Writer) (
 	timelinePath := fs.String("timeline", "", "Where to write the HTML timeline (default: <dir>/<scenario>.html).")
 	dir := fs.String("dir", "", "Directory for the control plane's data, the kubeconfig and sandbox.log (default: a new temporary directory).")
 	repo := fs.String("repo", "", "Rota repository holding manifests/ (default: found from the working directory).")
-	verbosity := fs.Int("v", 2, "Log verbosity of sandbox.log.")
+	verbosity := fs.Int("v", 1, "Log verbosity of sandbox.log.")
 	if err := fs.Parse(args); err != nil {
 		return 2, err
 	}

@@ -216,9 +216,10 @@ func (c *Cluster) startScheduleController(ctx context.Context) (func(), error) {
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.Client.CoreV1().Events("")})
 	ctrl, err := schedulecontroller.New(schedulecontroller.Options{
 		Client: c.Client, Dynamic: c.Dynamic, Clock: c.opts.Clock,
-		Recorder:      broadcaster.NewRecorder(s, v1.EventSource{Component: "rota-schedule-controller"}),
-		GateNamespace: GateNamespace,
-		PassPeriod:    c.opts.PassPeriod,
+		Recorder:       broadcaster.NewRecorder(s, v1.EventSource{Component: "rota-schedule-controller"}),
+		GateNamespace:  GateNamespace,
+		PassPeriod:     c.opts.PassPeriod,
+		ProgressPeriod: c.opts.ProgressPeriod,
 	})
 	if err != nil {
 		cancel()

@@ -38,6 +38,9 @@ type Options struct {
 	// PassPeriod is the schedule controller's re-evaluation period when no
 	// boundary is nearer. Long periods keep a virtual week short.
 	PassPeriod time.Duration
+	// ProgressPeriod is how often the schedule controller looks at a step
+	// in flight. Default 15s.
+	ProgressPeriod time.Duration
 }
 
 func (o *Options) validate() error {
@@ -66,6 +69,9 @@ func (o *Options) validate() error {
 	}
 	if o.PassPeriod <= 0 {
 		o.PassPeriod = 6 * time.Hour
+	}
+	if o.ProgressPeriod <= 0 {
+		o.ProgressPeriod = 15 * time.Second
 	}
 	return errors.Join(errs...)
 }

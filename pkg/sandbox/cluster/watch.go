@@ -13,6 +13,7 @@ import (
 	resourcelisters "k8s.io/client-go/listers/resource/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/component-base/metrics/legacyregistry"
+	"k8s.io/klog/v2"
 
 	"github.com/rota-dev/rota/pkg/reservation"
 	schedulecontroller "github.com/rota-dev/rota/pkg/schedule/controller"
@@ -87,10 +88,17 @@ func (w *Watch) changed(obj any) {
 	w.lastChange = time.Now()
 	fs := w.onChange
 	w.mu.Unlock()
+	if obj == nil {
+		return
+	}
 	for _, f := range fs {
 		f(obj)
 	}
 }
+
+// Touch counts as a change: whatever the caller just did (moving the
+// clock, applying objects) may make components act.
+func (w *Watch) Touch() { w.changed(nil) }
 
 // QuietFor is how long (real time) no watched object changed.
 func (w *Watch) QuietFor() time.Duration {
@@ -99,35 +107,59 @@ func (w *Watch) QuietFor() time.Duration {
 	return time.Since(w.lastChange)
 }
 
-// schedulerBusy says whether the scheduler has pods in its active or
-// back-off queue: it will act without any further cluster change.
-func schedulerBusy() bool {
+// busy says what would still act without any further cluster change: pods
+// in the scheduler's active or back-off queue, or a controller work queue
+// (the schedule and reservation controllers, kube-controller-manager's, the
+// simulated kubelets') holding items or processing one. "" when nothing.
+func busy() string {
 	families, err := legacyregistry.DefaultGatherer.Gather()
 	if err != nil {
-		return false
+		return ""
 	}
+	gets, dones := map[string]uint64{}, map[string]uint64{}
 	for _, f := range families {
-		if f.GetName() != "scheduler_pending_pods" {
-			continue
-		}
 		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "queue" && (l.GetValue() == "active" || l.GetValue() == "backoff") && m.GetGauge().GetValue() > 0 {
-					return true
+			label := func(name string) string {
+				for _, l := range m.GetLabel() {
+					if l.GetName() == name {
+						return l.GetValue()
+					}
 				}
+				return ""
+			}
+			switch f.GetName() {
+			case "scheduler_pending_pods":
+				if q := label("queue"); (q == "active" || q == "backoff") && m.GetGauge().GetValue() > 0 {
+					return "scheduler " + q + " queue"
+				}
+			case "workqueue_depth":
+				if m.GetGauge().GetValue() > 0 {
+					return "work queue " + label("name")
+				}
+			case "workqueue_queue_duration_seconds":
+				gets[label("name")] = m.GetHistogram().GetSampleCount()
+			case "workqueue_work_duration_seconds":
+				dones[label("name")] = m.GetHistogram().GetSampleCount()
 			}
 		}
 	}
-	return false
+	for name, n := range gets {
+		if n > dones[name] {
+			return "work queue " + name + " (processing)"
+		}
+	}
+	return ""
 }
 
 // Settle waits (real time) until the cluster is quiet: no object changed
-// for quiet, the scheduler has nothing queued, and no timer of the clock is
-// due. It gives up after limit and says so.
+// for quiet, nothing is queued in the scheduler or a controller, and no
+// timer of the clock is due. It gives up after limit and says so.
 func (c *Cluster) Settle(ctx context.Context, quiet, limit time.Duration) error {
-	deadline := time.Now().Add(limit)
+	begin := time.Now()
+	deadline := begin.Add(limit)
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
+	why, lastWhy := "", ""
 	for {
 		select {
 		case <-ctx.Done():
@@ -138,11 +170,17 @@ func (c *Cluster) Settle(ctx context.Context, quiet, limit time.Duration) error 
 		if next, ok := c.opts.Clock.Next(); ok && !next.After(c.opts.Clock.Now()) {
 			due = true
 		}
-		if !due && c.Watch.QuietFor() >= quiet && !schedulerBusy() {
-			return nil
+		if !due && c.Watch.QuietFor() >= quiet {
+			if why = busy(); why == "" {
+				if took := time.Since(begin); took > time.Second {
+					klog.FromContext(ctx).V(3).Info("Settled slowly", "took", took, "lastBusy", lastWhy)
+				}
+				return nil
+			}
+			lastWhy = why
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("cluster still busy after %s (quiet for %s, scheduler busy %v)", limit, c.Watch.QuietFor(), schedulerBusy())
+			return fmt.Errorf("cluster still busy after %s (quiet for %s; %s)", limit, c.Watch.QuietFor(), why)
 		}
 	}
 }

@@ -50,7 +50,7 @@ func (l *TransitionLog) Observe(obj any) {
 			if !ok {
 				continue
 			}
-			rs := Step{Target: t.Name, Action: s.Action, Replicas: s.Replicas, Phase: string(s.Phase), Reason: s.Reason}
+			rs := Step{Target: t.Name, Group: string(s.Group), Action: s.Action, Replicas: s.Replicas, Phase: string(s.Phase), Reason: s.Reason}
 			if s.SubmittedAt != nil {
 				rs.SubmittedAt = &s.SubmittedAt.Time
 			}
@@ -79,7 +79,7 @@ func intervalOf(key string) (time.Time, bool) {
 }
 
 // Transitions are the logged steps grouped per schedule and boundary, in
-// time order; steps in the order they first appeared.
+// time order; releases before acquires, each in the order they appeared.
 func (l *TransitionLog) Transitions() []Transition {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -94,7 +94,12 @@ func (l *TransitionLog) Transitions() []Transition {
 	}
 	out := make([]Transition, 0, len(groups))
 	for k, steps := range groups {
-		sort.Slice(steps, func(i, j int) bool { return steps[i].seen < steps[j].seen })
+		sort.Slice(steps, func(i, j int) bool {
+			if ri, rj := steps[i].step.Group == "Release", steps[j].step.Group == "Release"; ri != rj {
+				return ri
+			}
+			return steps[i].seen < steps[j].seen
+		})
 		t := Transition{Schedule: k.schedule, At: k.at}
 		for _, s := range steps {
 			t.Steps = append(t.Steps, s.step)

@@ -125,7 +125,9 @@ type Transition struct {
 
 // Step is one release or acquire step.
 type Step struct {
-	Target      string     `json:"target"`
+	Target string `json:"target"`
+	// Group is Release or Acquire; a transition lists releases first.
+	Group       string     `json:"group"`
 	Action      string     `json:"action"`
 	Replicas    *int32     `json:"replicas,omitempty"`
 	Phase       string     `json:"phase"`

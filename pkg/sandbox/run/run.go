@@ -35,7 +35,7 @@ type Options struct {
 	// Timeline is where the HTML timeline is written ("" for none).
 	Timeline string
 	// Quiet is how long (real time) nothing may change before the cluster
-	// counts as settled. Default 150ms.
+	// counts as settled. Default 100ms.
 	Quiet time.Duration
 }
 
@@ -44,7 +44,7 @@ type Options struct {
 func Run(ctx context.Context, o Options) (*report.Report, error) {
 	sc := o.Scenario
 	if o.Quiet <= 0 {
-		o.Quiet = 150 * time.Millisecond
+		o.Quiet = 100 * time.Millisecond
 	}
 	logger := klog.FromContext(ctx)
 	wallStart := time.Now()
@@ -125,17 +125,19 @@ func (r *runner) play(ctx context.Context) (*report.Report, error) {
 				return nil, fmt.Errorf("events at +%s: %w", sc.Events[next].At, err)
 			}
 			next++
+			r.c.Watch.Touch()
 			if err := r.settle(ctx); err != nil {
 				return nil, err
 			}
 		}
-		target := end
+		target, why := end, "end"
 		if next < len(sc.Events) {
-			target = sc.Start.Add(sc.Events[next].At.Duration())
+			target, why = sc.Start.Add(sc.Events[next].At.Duration()), "event"
 		}
 		if t, ok := r.clk.Next(); ok && t.Before(target) {
-			target = t
+			target, why = t, "timer"
 		}
+		klog.FromContext(ctx).V(3).Info("Advancing the clock", "from", now, "to", target, "next", why)
 		if !target.After(now) {
 			if now.Before(end) || next < len(sc.Events) {
 				continue
@@ -146,6 +148,7 @@ func (r *runner) play(ctx context.Context) (*report.Report, error) {
 			break
 		}
 		r.clk.SetTime(target)
+		r.c.Watch.Touch()
 	}
 	return r.finish(end)
 }
