@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/util/validation"
+
 	rotav1 "github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
 )
 
@@ -16,6 +18,7 @@ const (
 	ReasonDeviceNotFound    = "DeviceNotFound"
 	ReasonDeviceUnavailable = "DeviceUnavailable"
 	ReasonInsufficientFree  = "InsufficientFreeGPUs"
+	ReasonNameTooLong       = "NameTooLong"
 )
 
 // SelectionError says why no GPUs could be chosen; Reason is machine
@@ -37,6 +40,10 @@ func (e *SelectionError) Error() string { return e.Reason + ": " + e.Message }
 // inventory always gives the same choice.
 func Select(res *rotav1.GPUReservation, gpus []GPU) ([]GPU, error) {
 	self := TaintValue(res.Namespace, res.Name)
+	if errs := validation.IsValidLabelValue(self); len(errs) > 0 {
+		return nil, &SelectionError{ReasonNameTooLong, fmt.Sprintf("metadata.name: the taint value %q (<namespace>.<name>) that marks the held GPUs must be a label value: %s",
+			self, strings.Join(errs, "; "))}
+	}
 	if held := heldGPUs(res, gpus); held != nil {
 		return held, nil
 	}

@@ -2,6 +2,7 @@ package reservation
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -103,10 +104,18 @@ func TestSelect(t *testing.T) {
 		"held GPU gone from the slice stays held": {res: holding(count(1), "gpu-9"), slices: []*resourceapi.ResourceSlice{slice(8)}, want: []string{"gpu-9"}},
 		"count changed: choose again":             {res: holding(count(2), "gpu-3"), slices: []*resourceapi.ResourceSlice{slice(8)}, want: []string{"gpu-0", "gpu-1"}},
 		"no GPUs published":                       {res: count(1), wantReason: ReasonNoGPUs},
-		"more GPUs than the node has":             {res: count(9), slices: []*resourceapi.ResourceSlice{slice(8)}, wantReason: ReasonTooManyGPUs},
-		"not enough free":                         {res: count(2), slices: []*resourceapi.ResourceSlice{slice(2)}, claims: []*resourceapi.ResourceClaim{allocatedTo("gpu-0")}, wantReason: ReasonInsufficientFree},
-		"UUID not on the node":                    {res: uuids("GPU-0", "GPU-X"), slices: []*resourceapi.ResourceSlice{slice(8)}, wantReason: ReasonDeviceNotFound},
-		"UUID on an unhealthy GPU":                {res: uuids("GPU-1"), slices: []*resourceapi.ResourceSlice{slice(8, 1)}, wantReason: ReasonDeviceUnavailable},
+		"name too long for the taint value": {
+			res: func() *rotav1.GPUReservation {
+				r := count(1)
+				r.Name = strings.Repeat("r", 62)
+				return r
+			}(),
+			slices: []*resourceapi.ResourceSlice{slice(8)}, wantReason: ReasonNameTooLong,
+		},
+		"more GPUs than the node has": {res: count(9), slices: []*resourceapi.ResourceSlice{slice(8)}, wantReason: ReasonTooManyGPUs},
+		"not enough free":             {res: count(2), slices: []*resourceapi.ResourceSlice{slice(2)}, claims: []*resourceapi.ResourceClaim{allocatedTo("gpu-0")}, wantReason: ReasonInsufficientFree},
+		"UUID not on the node":        {res: uuids("GPU-0", "GPU-X"), slices: []*resourceapi.ResourceSlice{slice(8)}, wantReason: ReasonDeviceNotFound},
+		"UUID on an unhealthy GPU":    {res: uuids("GPU-1"), slices: []*resourceapi.ResourceSlice{slice(8, 1)}, wantReason: ReasonDeviceUnavailable},
 		"slices of other nodes and drivers ignored": {
 			res: count(1),
 			slices: []*resourceapi.ResourceSlice{func() *resourceapi.ResourceSlice {

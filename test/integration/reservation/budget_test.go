@@ -129,6 +129,10 @@ func TestBadSpecs(t *testing.T) {
 			res:        timeSliced(tenant, "greedy", 9, member("a", "md-a")),
 			wantReason: rsv.ReasonTooManyGPUs, wantMsg: "spec.count: 9 GPUs asked, node hgx-h200-0 has 8",
 		},
+		"name too long to mark the GPUs": {
+			res:        timeSliced(tenant, strings.Repeat("r", 60), 1, member("a", "md-a")),
+			wantReason: rsv.ReasonNameTooLong, wantMsg: "must be no more than 63 bytes",
+		},
 		"UUID not on the node": {
 			res: func() *rotav1.GPUReservation {
 				r := timeSliced(tenant, "ghost", 1, member("a", "md-a"))
