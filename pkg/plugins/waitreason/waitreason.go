@@ -142,7 +142,7 @@ func (pl *WaitReason) classify(ctx context.Context, pod *v1.Pod, statuses fwk.No
 		case st.Plugin() == fairnessPlugin:
 			a.Turn = msg
 		case st.Plugin() == reservationPlugin && strings.Contains(msg, string(waits.ReservationOvercommitted)):
-			a.Reservation = msg
+			a.Reservation = strings.TrimPrefix(msg, string(waits.ReservationOvercommitted)+": ")
 		case st.Plugin() == gangPlugin:
 			a.Gang = msg
 		case st.Plugin() == dynamicresources.Name:
