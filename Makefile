@@ -53,6 +53,22 @@ test: build $(TOOLS)/gotestsum ## Unit and integration tests.
 test-unit: ## Tests that need no control plane.
 	$(GO) test $$($(GO) list ./... | grep -v /test/integration)
 
+# kubectl for the sandbox, built from the Kubernetes module Rota already
+# depends on (nothing is downloaded).
+bin/kubectl: go.mod
+	$(GO) build -o $@ k8s.io/kubernetes/cmd/kubectl
+
+# The local sandbox (cmd/rota-sandbox): the fallback and the week-swap
+# scenarios on a virtual clock, each with its report and HTML timeline.
+DEMO_DIR ?= $(CURDIR)/bin/demo
+.PHONY: demo
+demo: bin/rota-sandbox bin/kubectl ## Play the fallback and week-swap scenarios in the local sandbox.
+	bin/rota-sandbox run --scenario examples/scenarios/fallback.yaml --dir $(DEMO_DIR)/fallback --timeline $(DEMO_DIR)/fallback.html
+	bin/rota-sandbox run --scenario examples/scenarios/week-swap.yaml --dir $(DEMO_DIR)/week-swap --timeline $(DEMO_DIR)/week-swap.html
+	@echo
+	@echo "Timelines: $(DEMO_DIR)/fallback.html $(DEMO_DIR)/week-swap.html"
+	@echo "Interactive: bin/rota-sandbox up --nodes dgx-h100:2,dgx-a100:1, then bin/kubectl with the printed KUBECONFIG."
+
 bin/etcd: go.mod
 	$(GO) build -o $@ go.etcd.io/etcd/server/v3
 

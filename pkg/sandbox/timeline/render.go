@@ -68,7 +68,7 @@ func Render(w io.Writer, p Page) error {
 		return labelW + float64(t.Sub(p.Start))/float64(span)*plotW
 	}
 	esc := html.EscapeString
-	height := topH + len(p.Rows)*rowH + 30
+	height := topH + len(p.Rows)*rowH + 42
 	var b strings.Builder
 	fmt.Fprintf(&b, `<!DOCTYPE html>
 <html><head><meta charset="utf-8"><title>%s</title>
@@ -82,7 +82,7 @@ svg text{font-size:11px}
 </style></head><body>
 <h1>%s</h1>
 <p>%s → %s (simulated time, %s)</p>
-`, esc(p.Title), esc(p.Title), esc(p.Start.In(loc).Format("Mon 2006-01-02 15:04")), esc(p.End.In(loc).Format("Mon 2006-01-02 15:04")), esc(loc.String()))
+`, esc(p.Title), esc(p.Title), esc(p.Start.In(loc).Format("Mon 2006-01-02 15:04")), esc(p.End.In(loc).Format("Mon 2006-01-02 15:04")), esc(zoneName(p.Start)))
 
 	// Legend.
 	workloads := map[string]bool{}
@@ -103,12 +103,20 @@ svg text{font-size:11px}
 	b.WriteString("</div>\n")
 
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" id="timeline">`+"\n", labelW+plotW+20, height)
-	// Windows as bands on top.
-	for i, wdw := range p.Windows {
+	// Windows as bands on top, one line per window.
+	line := map[string]int{}
+	for _, wdw := range p.Windows {
+		i, seen := line[wdw.Label]
+		if !seen {
+			i = len(line)
+			line[wdw.Label] = i
+		}
 		y := 4 + (i%3)*14
 		fmt.Fprintf(&b, `<rect class="window" x="%.1f" y="%d" width="%.1f" height="12" fill="#dde7f3" stroke="#8aa"><title>%s %s – %s</title></rect>`+"\n",
 			x(wdw.From), y, max(x(wdw.To)-x(wdw.From), 1), esc(wdw.Label), esc(wdw.From.In(loc).Format("Mon 15:04")), esc(wdw.To.In(loc).Format("Mon 15:04")))
-		fmt.Fprintf(&b, `<text x="%.1f" y="%d" fill="#345">%s</text>`+"\n", x(wdw.From)+2, y+10, esc(wdw.Label))
+		if !seen {
+			fmt.Fprintf(&b, `<text x="%d" y="%d" fill="#345">%s</text>`+"\n", 4, y+10, esc(wdw.Label))
+		}
 	}
 	// Time axis.
 	step := tickStep(span)
@@ -138,9 +146,9 @@ svg text{font-size:11px}
 		fmt.Fprintf(&b, `<line class="transition" x1="%.1f" x2="%.1f" y1="%d" y2="%d" stroke="#d00" stroke-width="1.5" stroke-dasharray="4,2"><title>transition %s %s</title></line>`+"\n",
 			x(t.At), x(t.At), topH-6, bottom, esc(t.Schedule), esc(t.At.In(loc).Format("Mon 15:04")))
 	}
-	for _, m := range p.Checkpoints {
-		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%d" y2="%d" stroke="#080" stroke-width="1"/><text x="%.1f" y="%d" fill="#080">%s</text>`+"\n",
-			x(m.At), x(m.At), topH, bottom+6, x(m.At)+2, bottom+18, esc(m.Label))
+	for i, m := range p.Checkpoints {
+		fmt.Fprintf(&b, `<line class="checkpoint" x1="%.1f" x2="%.1f" y1="%d" y2="%d" stroke="#080" stroke-width="1"/><text x="%.1f" y="%d" fill="#080">%s</text>`+"\n",
+			x(m.At), x(m.At), topH, bottom+6+(i%2)*12, x(m.At)+2, bottom+18+(i%2)*12, esc(m.Label))
 	}
 	b.WriteString("</svg>\n")
 
@@ -168,6 +176,14 @@ svg text{font-size:11px}
 	b.WriteString("</body></html>\n")
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// zoneName is the zone's name, or its UTC offset for a fixed offset.
+func zoneName(t time.Time) string {
+	if name := t.Location().String(); name != "" {
+		return name
+	}
+	return "UTC" + t.Format("-07:00")
 }
 
 func tickStep(span time.Duration) time.Duration {

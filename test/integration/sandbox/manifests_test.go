@@ -1,0 +1,104 @@
+package sandbox
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+
+	"github.com/rota-dev/rota/pkg/sandbox/cluster"
+	"github.com/rota-dev/rota/test/integration/framework"
+)
+
+// render builds a kustomization under manifests/ as kustomize build does.
+func render(t *testing.T, dir string) []*unstructured.Unstructured {
+	t.Helper()
+	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
+	res, err := k.Run(filesys.MakeFsOnDisk(), filepath.Join(framework.RepoRoot(t), "manifests", dir))
+	if err != nil {
+		t.Fatalf("kustomize build manifests/%s: %v", dir, err)
+	}
+	out, err := res.AsYaml()
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := cluster.DecodeObjects(out)
+	if err != nil {
+		t.Fatalf("manifests/%s: %v", dir, err)
+	}
+	return objs
+}
+
+func find(objs []*unstructured.Unstructured, kind, name string) *unstructured.Unstructured {
+	for _, o := range objs {
+		if o.GetKind() == kind && o.GetName() == name {
+			return o
+		}
+	}
+	return nil
+}
+
+// TestInstallManifestsDryRun renders the install base and the canary
+// overlay and has a real API server accept every object (server-side apply,
+// dry run; namespaces are created for real so namespaced objects can be
+// checked).
+func TestInstallManifestsDryRun(t *testing.T) {
+	cp := framework.StartControlPlane(t)
+	applier, err := cluster.NewApplier(cp.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, dir := range []string{".", "overlays/canary"} {
+		objs := render(t, dir)
+		for _, want := range []struct{ kind, name string }{
+			{"CustomResourceDefinition", "deployschedules.rota.dev"},
+			{"CustomResourceDefinition", "gpureservations.rota.dev"},
+			{"Deployment", "rota-scheduler"},
+			{"Deployment", "rota-schedule-controller"},
+			{"DaemonSet", "rota-dra-kubelet-plugin"},
+			{"DeviceClass", "gpu.rota.dev"},
+			{"ValidatingAdmissionPolicy", ""},
+		} {
+			found := false
+			for _, o := range objs {
+				found = found || (o.GetKind() == want.kind && (want.name == "" || o.GetName() == want.name))
+			}
+			if !found {
+				t.Errorf("manifests/%s: no %s %s", dir, want.kind, want.name)
+			}
+		}
+		// The scheduler mounts the generated ConfigMap under its hashed name.
+		sched := find(objs, "Deployment", "rota-scheduler")
+		vols, _, _ := unstructured.NestedSlice(sched.Object, "spec", "template", "spec", "volumes")
+		cmName := ""
+		if len(vols) == 1 {
+			cmName, _, _ = unstructured.NestedString(vols[0].(map[string]any), "configMap", "name")
+		}
+		if cm := find(objs, "ConfigMap", cmName); cm == nil || !strings.HasPrefix(cmName, "rota-scheduler-config-") {
+			t.Errorf("manifests/%s: the scheduler mounts ConfigMap %q, which is not the generated one", dir, cmName)
+		} else if data, _, _ := unstructured.NestedString(cm.Object, "data", "config.yaml"); !strings.Contains(data, "schedulerName: rota-scheduler") {
+			t.Errorf("manifests/%s: generated scheduler config lacks the rota-scheduler profile", dir)
+		}
+		for _, o := range objs {
+			if o.GetKind() == "Namespace" {
+				if err := applier.Apply(ctx, o, false); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		for _, o := range objs {
+			if err := applier.Apply(ctx, o, true); err != nil {
+				t.Errorf("manifests/%s: %v", dir, err)
+			}
+		}
+	}
+	ds := find(render(t, "overlays/canary"), "DaemonSet", "rota-dra-kubelet-plugin")
+	if sel, _, _ := unstructured.NestedStringMap(ds.Object, "spec", "template", "spec", "nodeSelector"); sel["rota.dev/gpu-stack"] != "dra" || sel["nvidia.com/gpu.present"] != "true" {
+		t.Errorf("canary overlay: driver nodeSelector %v, want the canary label added", sel)
+	}
+}
