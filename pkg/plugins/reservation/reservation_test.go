@@ -7,11 +7,13 @@ import (
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/klog/v2/ktesting"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
 	rotav1 "github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
+	rsv "github.com/rota-dev/rota/pkg/reservation"
 )
 
 // TestPreFilterAndFilter runs a pod through PreFilter and, where it passes,
@@ -93,6 +95,27 @@ func TestPreFilterAndFilter(t *testing.T) {
 				return w
 			}(),
 			pod: pod("team-a", "a-3", "md-a", "no-mem", ""), wantNodes: []string{"n1"},
+		},
+		"a toleration of every reservation is refused": {
+			world: func() world {
+				w := base()
+				c := claim("team-a", "wild", "", 1024)
+				c.Spec.Devices.Requests[0].Exactly.Tolerations = []resourceapi.DeviceToleration{{Key: rsv.TaintKey, Operator: resourceapi.DeviceTolerationOpExists}}
+				addClaims(w.claims, c)
+				return w
+			}(),
+			pod:      pod("team-a", "a-4", "md-a", "wild", ""),
+			wantCode: fwk.UnschedulableAndUnresolvable, wantMsg: []string{"ReservationNotMember", "tolerates every rota.dev/reserved taint"},
+		},
+		"listed by two reservations: the tolerated one decides the node": {
+			world: func() world {
+				w := base()
+				other := boundReservation("team-a", "aaa-first-by-name", ts, "md-a")
+				other.Spec.NodeName = "n2"
+				w.reservations = append(w.reservations, other)
+				return w
+			}(),
+			pod: pod("team-a", "a-5", "md-a", "a", ""), wantNodes: []string{"n1"},
 		},
 		"pending reservation holds no GPUs yet": {
 			world: func() world {
