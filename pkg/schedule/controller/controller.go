@@ -60,7 +60,12 @@ func New(opts Options) (*Controller, error) {
 	if _, err := c.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueue,
 		UpdateFunc: func(_, obj any) { c.enqueue(obj) },
-		DeleteFunc: c.enqueue,
+		DeleteFunc: func(obj any) {
+			if ds, ok := obj.(*v1alpha1.DeploySchedule); ok {
+				c.forget(ds.UID)
+			}
+			c.enqueue(obj)
+		},
 	}); err != nil {
 		return nil, fmt.Errorf("add DeploySchedule handler: %w", err)
 	}
@@ -140,6 +145,13 @@ func (c *Controller) processNext(ctx context.Context) bool {
 		c.queue.AddAfter(key, requeue)
 	}
 	return true
+}
+
+// forget drops a deleted schedule's compiled form.
+func (c *Controller) forget(uid types.UID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.compiled, uid)
 }
 
 // compile returns the compiled schedule, cached per generation.

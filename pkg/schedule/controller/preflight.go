@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -51,7 +52,12 @@ func (p *pass) preflight(ctx context.Context, release, acquire []planned) (bool,
 		specs, err := p.podClaimSpecs(ctx, pl.t, pl.s.Group == v1alpha1.StepGroupAcquire)
 		if err != nil {
 			if pl.s.Group == v1alpha1.StepGroupAcquire {
-				return fail(pl, ReasonIneligible, withFix(ReasonIneligible, fmt.Sprintf("Ineligible{%s}: %v", IneligibleInvalidConfig, err)))
+				sub := IneligibleInvalidConfig
+				var re *errReservation
+				if errors.As(err, &re) {
+					sub = IneligibleReservation
+				}
+				return fail(pl, ReasonIneligible, withFix(ReasonIneligible, fmt.Sprintf("Ineligible{%s}: %v", sub, err)))
 			}
 			continue // a release frees what it frees; its config does not matter
 		}

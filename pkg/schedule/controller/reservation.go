@@ -21,12 +21,18 @@ const gpuDriver = "gpu.rota.dev"
 // was pinned from.
 const LabelPinnedFrom = "rota.dev/pinned-from"
 
+// errReservation says a target's GPUReservation cannot be used yet.
+type errReservation struct{ err error }
+
+func (e *errReservation) Error() string { return e.err.Error() }
+func (e *errReservation) Unwrap() error { return e.err }
+
 // reservationUUIDs reads (only reads) the target's GPUReservation and returns
 // the UUIDs it holds, sorted.
 func (p *pass) reservationUUIDs(ctx context.Context, t *target) ([]string, error) {
 	r, err := getReservation(ctx, p.c.opts.Dynamic, p.ds.Namespace, t.spec.ReservationName)
 	if err != nil {
-		return nil, fmt.Errorf("Ineligible{%s}: %w", IneligibleReservation, err)
+		return nil, &errReservation{err: err}
 	}
 	var uuids []string
 	for _, d := range r.Status.Devices {
@@ -35,7 +41,7 @@ func (p *pass) reservationUUIDs(ctx context.Context, t *target) ([]string, error
 		}
 	}
 	if len(uuids) == 0 {
-		return nil, fmt.Errorf("Ineligible{%s}: GPUReservation %s holds no GPUs yet (phase %q)", IneligibleReservation, r.Name, r.Status.Phase)
+		return nil, &errReservation{err: fmt.Errorf("reservation %s holds no GPUs yet (phase %q)", r.Name, r.Status.Phase)}
 	}
 	sort.Strings(uuids)
 	return uuids, nil

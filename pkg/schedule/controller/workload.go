@@ -96,7 +96,7 @@ func getWorkload(ctx context.Context, client kubernetes.Interface, namespace str
 func fromDeployment(d *appsv1.Deployment) (*workload, error) {
 	sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
 	if err != nil {
-		return nil, fmt.Errorf("Deployment %s/%s selector: %w", d.Namespace, d.Name, err)
+		return nil, fmt.Errorf("selector of Deployment %s/%s: %w", d.Namespace, d.Name, err)
 	}
 	return &workload{
 		Kind: "Deployment", Namespace: d.Namespace, Name: d.Name,
@@ -111,7 +111,7 @@ func fromDeployment(d *appsv1.Deployment) (*workload, error) {
 func fromStatefulSet(s *appsv1.StatefulSet) (*workload, error) {
 	sel, err := metav1.LabelSelectorAsSelector(s.Spec.Selector)
 	if err != nil {
-		return nil, fmt.Errorf("StatefulSet %s/%s selector: %w", s.Namespace, s.Name, err)
+		return nil, fmt.Errorf("selector of StatefulSet %s/%s: %w", s.Namespace, s.Name, err)
 	}
 	return &workload{
 		Kind: "StatefulSet", Namespace: s.Namespace, Name: s.Name,

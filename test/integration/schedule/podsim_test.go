@@ -19,7 +19,6 @@ import (
 // committed when these tests were written): a pod bound to a node becomes
 // Running and Ready after startDelay on the fake clock, and a pod being
 // deleted is removed once its grace period has passed on the fake clock.
-// Pods whose app label is in neverReady stay unready.
 type podSim struct {
 	client     kubernetes.Interface
 	clock      clock.Clock
@@ -29,12 +28,11 @@ type podSim struct {
 	mu         sync.Mutex
 	boundAt    map[types.UID]time.Time
 	deletingAt map[types.UID]time.Time
-	neverReady map[string]bool
 }
 
 func startPodSim(t *testing.T, client kubernetes.Interface, clk clock.Clock, namespace string) *podSim {
 	s := &podSim{client: client, clock: clk, namespace: namespace, startDelay: 10 * time.Second,
-		boundAt: map[types.UID]time.Time{}, deletingAt: map[types.UID]time.Time{}, neverReady: map[string]bool{}}
+		boundAt: map[types.UID]time.Time{}, deletingAt: map[types.UID]time.Time{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -52,12 +50,6 @@ func startPodSim(t *testing.T, client kubernetes.Interface, clk clock.Clock, nam
 	}()
 	t.Cleanup(func() { cancel(); <-done })
 	return s
-}
-
-func (s *podSim) setNeverReady(app string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.neverReady[app] = true
 }
 
 func (s *podSim) sync(ctx context.Context, t *testing.T) {
@@ -91,11 +83,10 @@ func (s *podSim) sync(ctx context.Context, t *testing.T) {
 				s.boundAt[pod.UID] = now
 				continue
 			}
-			if now.Sub(first) < s.startDelay || s.neverReady[pod.Labels["app"]] && pod.Status.Phase == v1.PodRunning {
+			if now.Sub(first) < s.startDelay {
 				continue
 			}
-			ready := !s.neverReady[pod.Labels["app"]]
-			s.markRunning(ctx, t, pod, ready)
+			s.markRunning(ctx, t, pod)
 		}
 	}
 }
@@ -109,11 +100,8 @@ func isReady(pod *v1.Pod) bool {
 	return false
 }
 
-func (s *podSim) markRunning(ctx context.Context, t *testing.T, pod *v1.Pod, ready bool) {
-	status := v1.ConditionTrue
-	if !ready {
-		status = v1.ConditionFalse
-	}
+func (s *podSim) markRunning(ctx context.Context, t *testing.T, pod *v1.Pod) {
+	const status = v1.ConditionTrue
 	real := metav1.Now()
 	pod = pod.DeepCopy()
 	pod.Status.Phase = v1.PodRunning
@@ -124,7 +112,7 @@ func (s *podSim) markRunning(ctx context.Context, t *testing.T, pod *v1.Pod, rea
 		{Type: v1.ContainersReady, Status: status, LastTransitionTime: real},
 		{Type: v1.PodReady, Status: status, LastTransitionTime: real},
 	}
-	pod.Status.ContainerStatuses = []v1.ContainerStatus{{Name: "main", Ready: ready, Image: pod.Spec.Containers[0].Image,
+	pod.Status.ContainerStatuses = []v1.ContainerStatus{{Name: "main", Ready: true, Image: pod.Spec.Containers[0].Image,
 		State: v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: real}}}}
 	if _, err := s.client.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil && ctx.Err() == nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
 		t.Logf("pod sim: status of %s: %v", pod.Name, err)
