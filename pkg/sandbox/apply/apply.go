@@ -1,4 +1,6 @@
-package cluster
+// Package apply applies Kubernetes manifests with server-side apply, as
+// kubectl apply --server-side does, for the sandbox and its tests.
+package apply
 
 import (
 	"bytes"

@@ -20,6 +20,7 @@ import (
 
 	"github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
 	"github.com/rota-dev/rota/pkg/reservation"
+	"github.com/rota-dev/rota/pkg/sandbox/apply"
 	"github.com/rota-dev/rota/pkg/sandbox/controlplane"
 	schedulecontroller "github.com/rota-dev/rota/pkg/schedule/controller"
 )
@@ -31,7 +32,7 @@ const GateNamespace = "rota-system"
 type Cluster struct {
 	*controlplane.ControlPlane
 	Nodes   []*Node
-	Applier *Applier
+	Applier *apply.Applier
 	Watch   *Watch
 
 	opts Options
@@ -62,7 +63,7 @@ func Start(ctx context.Context, o Options) (_ *Cluster, err error) {
 	if err := cp.InstallCRDs(ctx, filepath.Join(manifests, "crds")); err != nil {
 		return nil, err
 	}
-	if c.Applier, err = NewApplier(cp.Config); err != nil {
+	if c.Applier, err = apply.NewApplier(cp.Config); err != nil {
 		return nil, err
 	}
 	if err := c.Applier.ApplyFile(ctx, filepath.Join(manifests, "driver", "deviceclass.yaml")); err != nil {

@@ -1,4 +1,4 @@
-package sandbox
+package install
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
-	"github.com/rota-dev/rota/pkg/sandbox/cluster"
+	"github.com/rota-dev/rota/pkg/sandbox/apply"
 	"github.com/rota-dev/rota/test/integration/framework"
 )
 
@@ -26,7 +26,7 @@ func render(t *testing.T, dir string) []*unstructured.Unstructured {
 	if err != nil {
 		t.Fatal(err)
 	}
-	objs, err := cluster.DecodeObjects(out)
+	objs, err := apply.DecodeObjects(out)
 	if err != nil {
 		t.Fatalf("manifests/%s: %v", dir, err)
 	}
@@ -48,7 +48,7 @@ func find(objs []*unstructured.Unstructured, kind, name string) *unstructured.Un
 // checked).
 func TestInstallManifestsDryRun(t *testing.T) {
 	cp := framework.StartControlPlane(t)
-	applier, err := cluster.NewApplier(cp.Config)
+	applier, err := apply.NewApplier(cp.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
