@@ -97,8 +97,18 @@ func (pl *Tiering) recheck(ctx context.Context, pod *v1.Pod, s *preFilterState, 
 	if err != nil {
 		return statusError(logger, fmt.Errorf("list ResourceSlices: %w", err))
 	}
+	// Look up only the granted devices: the pod's pools are few, the
+	// cluster's devices many, and this runs twice per placement.
+	type poolKey struct{ driver, pool string }
+	pools := map[poolKey]bool{}
+	for _, g := range p.devices {
+		pools[poolKey{g.id.Driver.String(), g.id.Pool.String()}] = true
+	}
 	devices := map[structured.DeviceID]*resourceapi.Device{}
 	for _, slice := range slices {
+		if !pools[poolKey{slice.Spec.Driver, slice.Spec.Pool.Name}] {
+			continue
+		}
 		for i := range slice.Spec.Devices {
 			d := &slice.Spec.Devices[i]
 			devices[structured.MakeDeviceID(slice.Spec.Driver, slice.Spec.Pool.Name, d.Name)] = d
