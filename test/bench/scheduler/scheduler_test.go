@@ -15,7 +15,10 @@ import (
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	perf "k8s.io/kubernetes/test/integration/scheduler_perf"
 
+	"github.com/rota-dev/rota/pkg/plugins/fairness"
+	"github.com/rota-dev/rota/pkg/plugins/quota"
 	"github.com/rota-dev/rota/pkg/plugins/tiering"
+	"github.com/rota-dev/rota/pkg/plugins/waitreason"
 )
 
 func TestMain(m *testing.M) {
@@ -28,8 +31,11 @@ func TestMain(m *testing.M) {
 
 func registry() frameworkruntime.Registry {
 	return frameworkruntime.Registry{
-		tiering.Name: tiering.New,
-		observerName: newTierObserver(os.Stdout),
+		tiering.Name:    tiering.New,
+		quota.Name:      quota.New,
+		fairness.Name:   fairness.New,
+		waitreason.Name: waitreason.New,
+		observerName:    newTierObserver(os.Stdout),
 	}
 }
 
