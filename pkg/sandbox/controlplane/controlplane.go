@@ -80,6 +80,8 @@ func startWith(t ktesting.TB, dir string, quietEtcd bool) (*ControlPlane, error)
 		// No controller-manager runs here: nothing would create the default
 		// ServiceAccount or remove the not-ready taint from new nodes.
 		"--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
+		// As on most clusters: the DRA driver's DaemonSet is privileged.
+		"--allow-privileged=true",
 	}
 	server, err := apiservertesting.StartTestServer(t, apiservertesting.NewDefaultTestServerOptions(), flags, storage)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	"github.com/rota-dev/rota/pkg/sandbox/apply"
@@ -17,7 +18,10 @@ import (
 // render builds a kustomization under manifests/ as kustomize build does.
 func render(t *testing.T, dir string) []*unstructured.Unstructured {
 	t.Helper()
-	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
+	opts := krusty.MakeDefaultOptions()
+	// The base uses the manifests where they live, outside its directory.
+	opts.LoadRestrictions = types.LoadRestrictionsNone
+	k := krusty.MakeKustomizer(opts)
 	res, err := k.Run(filesys.MakeFsOnDisk(), filepath.Join(framework.RepoRoot(t), "manifests", dir))
 	if err != nil {
 		t.Fatalf("kustomize build manifests/%s: %v", dir, err)
@@ -53,7 +57,7 @@ func TestInstallManifestsDryRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	for _, dir := range []string{".", "overlays/canary"} {
+	for _, dir := range []string{"base", "overlays/canary"} {
 		objs := render(t, dir)
 		for _, want := range []struct{ kind, name string }{
 			{"CustomResourceDefinition", "deployschedules.rota.dev"},
