@@ -1,14 +1,14 @@
 package fairness
 
 import (
-	"fmt"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+
+	"github.com/rota-dev/rota/pkg/plugins/pluginargs"
 )
 
 // DefaultAgeing is how long a pod waits to make up for one weighted device.
@@ -83,19 +83,5 @@ func (a *FairnessArgs) Validate(path *field.Path) field.ErrorList {
 }
 
 func decodeArgs(obj runtime.Object) (*FairnessArgs, error) {
-	args := &FairnessArgs{}
-	switch o := obj.(type) {
-	case nil:
-	case *FairnessArgs:
-		args = o.DeepCopyObject().(*FairnessArgs)
-	default:
-		if err := frameworkruntime.DecodeInto(obj, args); err != nil {
-			return nil, fmt.Errorf("decode %s args: %w", Name, err)
-		}
-	}
-	args.SetDefaults()
-	if errs := args.Validate(field.NewPath("args")); len(errs) > 0 {
-		return nil, fmt.Errorf("invalid %s args: %w", Name, errs.ToAggregate())
-	}
-	return args, nil
+	return pluginargs.Decode(Name, obj, &FairnessArgs{})
 }

@@ -1,13 +1,13 @@
 package gang
 
 import (
-	"fmt"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+
+	"github.com/rota-dev/rota/pkg/plugins/pluginargs"
 )
 
 // DefaultWaitLimit is how long placed members of an incomplete gang hold
@@ -51,19 +51,5 @@ func (a *GangArgs) Validate(path *field.Path) field.ErrorList {
 }
 
 func decodeArgs(obj runtime.Object) (*GangArgs, error) {
-	args := &GangArgs{}
-	switch o := obj.(type) {
-	case nil:
-	case *GangArgs:
-		args = o.DeepCopyObject().(*GangArgs)
-	default:
-		if err := frameworkruntime.DecodeInto(obj, args); err != nil {
-			return nil, fmt.Errorf("decode %s args: %w", Name, err)
-		}
-	}
-	args.SetDefaults()
-	if errs := args.Validate(field.NewPath("args")); len(errs) > 0 {
-		return nil, fmt.Errorf("invalid %s args: %w", Name, errs.ToAggregate())
-	}
-	return args, nil
+	return pluginargs.Decode(Name, obj, &GangArgs{})
 }

@@ -1,14 +1,14 @@
 package quota
 
 import (
-	"fmt"
 	"sort"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+
+	"github.com/rota-dev/rota/pkg/plugins/pluginargs"
 )
 
 // OverLimit says what happens to a pod that would take a tenant past a limit.
@@ -112,19 +112,5 @@ func (a *QuotaArgs) Validate(path *field.Path) field.ErrorList {
 // decodeArgs turns the profile's pluginConfig entry into defaulted,
 // validated args.
 func decodeArgs(obj runtime.Object) (*QuotaArgs, error) {
-	args := &QuotaArgs{}
-	switch o := obj.(type) {
-	case nil:
-	case *QuotaArgs:
-		args = o.DeepCopyObject().(*QuotaArgs)
-	default:
-		if err := frameworkruntime.DecodeInto(obj, args); err != nil {
-			return nil, fmt.Errorf("decode %s args: %w", Name, err)
-		}
-	}
-	args.SetDefaults()
-	if errs := args.Validate(field.NewPath("args")); len(errs) > 0 {
-		return nil, fmt.Errorf("invalid %s args: %w", Name, errs.ToAggregate())
-	}
-	return args, nil
+	return pluginargs.Decode(Name, obj, &QuotaArgs{})
 }

@@ -1,12 +1,11 @@
 package tiering
 
 import (
-	"fmt"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+
+	"github.com/rota-dev/rota/pkg/plugins/pluginargs"
 )
 
 // DefaultPolicyVersion is reported when the profile names no policy version.
@@ -62,18 +61,5 @@ func (a *TieringArgs) Validate(path *field.Path) field.ErrorList {
 // validated args. The scheduler hands out-of-tree plugins their args as
 // runtime.Unknown; tests may pass *TieringArgs directly.
 func decodeArgs(obj runtime.Object) (*TieringArgs, error) {
-	args := &TieringArgs{}
-	switch o := obj.(type) {
-	case *TieringArgs:
-		*args = *o
-	default:
-		if err := frameworkruntime.DecodeInto(obj, args); err != nil {
-			return nil, fmt.Errorf("decode %s args: %w", Name, err)
-		}
-	}
-	args.SetDefaults()
-	if errs := args.Validate(field.NewPath("args")); len(errs) > 0 {
-		return nil, fmt.Errorf("invalid %s args: %w", Name, errs.ToAggregate())
-	}
-	return args, nil
+	return pluginargs.Decode(Name, obj, &TieringArgs{})
 }
