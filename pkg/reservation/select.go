@@ -66,12 +66,16 @@ func Select(res *rotav1.GPUReservation, gpus []GPU) ([]GPU, error) {
 		for _, g := range gpus {
 			byUUID[g.UUID] = g
 		}
-		var out []GPU
+		// A UUID the node does not publish is a mistake in the spec, which
+		// no waiting mends; report it before any GPU that is merely busy.
 		for i, u := range res.Spec.DeviceUUIDs {
-			g, ok := byUUID[u]
-			if !ok {
+			if _, ok := byUUID[u]; !ok {
 				return nil, &SelectionError{ReasonDeviceNotFound, fmt.Sprintf("spec.deviceUUIDs[%d]: %s is not published on node %s", i, u, res.Spec.NodeName)}
 			}
+		}
+		var out []GPU
+		for i, u := range res.Spec.DeviceUUIDs {
+			g := byUUID[u]
 			if why := free(g); why != "" {
 				return nil, &SelectionError{ReasonDeviceUnavailable, fmt.Sprintf("spec.deviceUUIDs[%d]: %s (%s) is %s", i, u, g.Device, why)}
 			}

@@ -112,10 +112,11 @@ func TestSelect(t *testing.T) {
 			}(),
 			slices: []*resourceapi.ResourceSlice{slice(8)}, wantReason: ReasonNameTooLong,
 		},
-		"more GPUs than the node has": {res: count(9), slices: []*resourceapi.ResourceSlice{slice(8)}, wantReason: ReasonTooManyGPUs},
-		"not enough free":             {res: count(2), slices: []*resourceapi.ResourceSlice{slice(2)}, claims: []*resourceapi.ResourceClaim{allocatedTo("gpu-0")}, wantReason: ReasonInsufficientFree},
-		"UUID not on the node":        {res: uuids("GPU-0", "GPU-X"), slices: []*resourceapi.ResourceSlice{slice(8)}, wantReason: ReasonDeviceNotFound},
-		"UUID on an unhealthy GPU":    {res: uuids("GPU-1"), slices: []*resourceapi.ResourceSlice{slice(8, 1)}, wantReason: ReasonDeviceUnavailable},
+		"more GPUs than the node has":   {res: count(9), slices: []*resourceapi.ResourceSlice{slice(8)}, wantReason: ReasonTooManyGPUs},
+		"not enough free":               {res: count(2), slices: []*resourceapi.ResourceSlice{slice(2)}, claims: []*resourceapi.ResourceClaim{allocatedTo("gpu-0")}, wantReason: ReasonInsufficientFree},
+		"UUID not on the node":          {res: uuids("GPU-0", "GPU-X"), slices: []*resourceapi.ResourceSlice{slice(8)}, wantReason: ReasonDeviceNotFound},
+		"UUID on an unhealthy GPU":      {res: uuids("GPU-1"), slices: []*resourceapi.ResourceSlice{slice(8, 1)}, wantReason: ReasonDeviceUnavailable},
+		"unknown UUID after a busy one": {res: uuids("GPU-1", "GPU-X"), slices: []*resourceapi.ResourceSlice{slice(8, 1)}, wantReason: ReasonDeviceNotFound},
 		"slices of other nodes and drivers ignored": {
 			res: count(1),
 			slices: []*resourceapi.ResourceSlice{func() *resourceapi.ResourceSlice {
