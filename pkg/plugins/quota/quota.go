@@ -28,6 +28,7 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
+	"github.com/rota-dev/rota/pkg/plugins/cyclestate"
 	"github.com/rota-dev/rota/pkg/waits"
 )
 
@@ -97,15 +98,7 @@ type preFilterState struct {
 func (s *preFilterState) Clone() fwk.StateData { return s }
 
 func getState(cs fwk.CycleState) (*preFilterState, error) {
-	data, err := cs.Read(preFilterStateKey)
-	if err != nil {
-		return nil, fmt.Errorf("reading %q from cycle state (did PreFilter run?): %w", preFilterStateKey, err)
-	}
-	s, ok := data.(*preFilterState)
-	if !ok {
-		return nil, fmt.Errorf("%q in cycle state has type %T, want *preFilterState", preFilterStateKey, data)
-	}
-	return s, nil
+	return cyclestate.Read[*preFilterState](cs, preFilterStateKey)
 }
 
 // PreFilter skips pods of unlimited tenants and pods without claims to

@@ -14,6 +14,8 @@ import (
 	"k8s.io/dynamic-resource-allocation/structured"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/rota-dev/rota/pkg/plugins/cyclestate"
 )
 
 // grantedDevice is one device DynamicResources allocated for a tiered request.
@@ -37,15 +39,7 @@ type placement struct {
 func (p *placement) Clone() fwk.StateData { return p }
 
 func getPlacement(cs fwk.CycleState) (*placement, error) {
-	data, err := cs.Read(reserveStateKey)
-	if err != nil {
-		return nil, fmt.Errorf("reading %q from cycle state (did Reserve run?): %w", reserveStateKey, err)
-	}
-	p, ok := data.(*placement)
-	if !ok {
-		return nil, fmt.Errorf("%q in cycle state has type %T, want *placement", reserveStateKey, data)
-	}
-	return p, nil
+	return cyclestate.Read[*placement](cs, reserveStateKey)
 }
 
 // Reserve runs after DynamicResources' Reserve, reads the devices it chose

@@ -13,6 +13,8 @@ import (
 	"k8s.io/dynamic-resource-allocation/structured"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/rota-dev/rota/pkg/plugins/cyclestate"
 )
 
 // nodeRank is what Tiering knows about one feasible node. Nodes are ordered
@@ -75,15 +77,7 @@ type preScoreState struct {
 func (s *preScoreState) Clone() fwk.StateData { return s }
 
 func getPreScoreState(cs fwk.CycleState) (*preScoreState, error) {
-	data, err := cs.Read(preScoreStateKey)
-	if err != nil {
-		return nil, fmt.Errorf("reading %q from cycle state (did PreScore run?): %w", preScoreStateKey, err)
-	}
-	s, ok := data.(*preScoreState)
-	if !ok {
-		return nil, fmt.Errorf("%q in cycle state has type %T, want *preScoreState", preScoreStateKey, data)
-	}
-	return s, nil
+	return cyclestate.Read[*preScoreState](cs, preScoreStateKey)
 }
 
 // PreScore ranks every feasible node once. It asks the structured

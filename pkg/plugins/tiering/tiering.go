@@ -26,6 +26,8 @@ import (
 	plfeature "k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
 
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
+
+	"github.com/rota-dev/rota/pkg/plugins/cyclestate"
 )
 
 // Name is the plugin's name in KubeSchedulerConfiguration.
@@ -132,15 +134,7 @@ type preFilterState struct {
 func (s *preFilterState) Clone() fwk.StateData { return s }
 
 func getPreFilterState(cs fwk.CycleState) (*preFilterState, error) {
-	data, err := cs.Read(preFilterStateKey)
-	if err != nil {
-		return nil, fmt.Errorf("reading %q from cycle state (did PreFilter run?): %w", preFilterStateKey, err)
-	}
-	s, ok := data.(*preFilterState)
-	if !ok {
-		return nil, fmt.Errorf("%q in cycle state has type %T, want *preFilterState", preFilterStateKey, data)
-	}
-	return s, nil
+	return cyclestate.Read[*preFilterState](cs, preFilterStateKey)
 }
 
 // PreFilter collects the pod's unallocated claims with firstAvailable
