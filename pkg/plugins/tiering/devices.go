@@ -24,28 +24,100 @@ type nodeDevice struct {
 // inventory is a per-cycle view of the devices: which node publishes
 // which, and which are already allocated (or allocation is in flight).
 type inventory struct {
-	byNode    map[string][]nodeDevice
-	byID      map[structured.DeviceID]*resourceapi.Device
+	*sliceView
+	// allocated is the allocated state's device set, read only.
 	allocated sets.Set[structured.DeviceID]
-	slices    []*resourceapi.ResourceSlice
+	state     structured.AllocatedState
+}
+
+// sliceView is what the published slices say, indexed for ranking. It is
+// built from informer objects, which are never modified in place, so a
+// view stays valid for as long as the same slice objects are listed and is
+// shared, read only, by every cycle until then.
+type sliceView struct {
+	byNode map[string][]nodeDevice
+	byID   map[structured.DeviceID]*resourceapi.Device
+	slices []*resourceapi.ResourceSlice
 	// nodeSlices are the node-local slices by node; sharedSlices those
 	// that are not bound to one node (node selector, all nodes).
 	nodeSlices   map[string][]*resourceapi.ResourceSlice
 	sharedSlices []*resourceapi.ResourceSlice
-	state        structured.AllocatedState
 	// complexNodes are the nodes the fast path must leave to the
 	// allocator (see fastpath.go).
 	complexNodes map[string]bool
+	// members identifies the slice objects the view was built from.
+	members map[*resourceapi.ResourceSlice]struct{}
+}
+
+// sliceViewCache keeps the last view. Building one walks every device of
+// the cluster; scheduling cycles in a row nearly always list the same
+// slice objects, and then checking their identity is enough.
+type sliceViewCache struct {
+	mu   sync.Mutex
+	view *sliceView
+}
+
+// get returns a view of slices, reusing the last one when it was built
+// from exactly the same slice objects.
+func (c *sliceViewCache) get(slices []*resourceapi.ResourceSlice) *sliceView {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.view != nil && c.view.builtFrom(slices) {
+		return c.view
+	}
+	c.view = newSliceView(slices)
+	return c.view
+}
+
+func (v *sliceView) builtFrom(slices []*resourceapi.ResourceSlice) bool {
+	if len(slices) != len(v.members) {
+		return false
+	}
+	for _, s := range slices {
+		if _, ok := v.members[s]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+func newSliceView(slices []*resourceapi.ResourceSlice) *sliceView {
+	v := &sliceView{
+		byNode:     map[string][]nodeDevice{},
+		byID:       map[structured.DeviceID]*resourceapi.Device{},
+		slices:     slices,
+		nodeSlices: map[string][]*resourceapi.ResourceSlice{},
+		members:    make(map[*resourceapi.ResourceSlice]struct{}, len(slices)),
+	}
+	for _, slice := range slices {
+		v.members[slice] = struct{}{}
+		if slice.Spec.NodeName != nil {
+			v.nodeSlices[*slice.Spec.NodeName] = append(v.nodeSlices[*slice.Spec.NodeName], slice)
+		} else {
+			v.sharedSlices = append(v.sharedSlices, slice)
+		}
+		for i := range slice.Spec.Devices {
+			d := &slice.Spec.Devices[i]
+			id := structured.MakeDeviceID(slice.Spec.Driver, slice.Spec.Pool.Name, d.Name)
+			v.byID[id] = d
+			if slice.Spec.NodeName != nil {
+				node := *slice.Spec.NodeName
+				v.byNode[node] = append(v.byNode[node], nodeDevice{id: id, device: d})
+			}
+		}
+	}
+	v.markComplexNodes()
+	return v
 }
 
 // slicesFor returns every slice that can offer devices to node.
-func (inv *inventory) slicesFor(node string) []*resourceapi.ResourceSlice {
-	local := inv.nodeSlices[node]
-	if len(inv.sharedSlices) == 0 {
+func (v *sliceView) slicesFor(node string) []*resourceapi.ResourceSlice {
+	local := v.nodeSlices[node]
+	if len(v.sharedSlices) == 0 {
 		return local
 	}
-	out := make([]*resourceapi.ResourceSlice, 0, len(local)+len(inv.sharedSlices))
-	return append(append(out, inv.sharedSlices...), local...)
+	out := make([]*resourceapi.ResourceSlice, 0, len(local)+len(v.sharedSlices))
+	return append(append(out, v.sharedSlices...), local...)
 }
 
 // snapshotInventory reads slices (with DeviceTaintRules applied) and the
@@ -73,35 +145,11 @@ func (pl *Tiering) snapshotInventory(ctx context.Context) (*inventory, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list ResourceSlices: %w", err)
 	}
-	inv := &inventory{
-		byNode:     map[string][]nodeDevice{},
-		byID:       map[structured.DeviceID]*resourceapi.Device{},
-		allocated:  sets.New[structured.DeviceID](),
-		slices:     slices,
-		nodeSlices: map[string][]*resourceapi.ResourceSlice{},
-		state:      *state,
+	allocated := state.AllocatedDevices
+	if allocated == nil {
+		allocated = sets.New[structured.DeviceID]()
 	}
-	for id := range state.AllocatedDevices {
-		inv.allocated.Insert(id)
-	}
-	for _, slice := range slices {
-		if slice.Spec.NodeName != nil {
-			inv.nodeSlices[*slice.Spec.NodeName] = append(inv.nodeSlices[*slice.Spec.NodeName], slice)
-		} else {
-			inv.sharedSlices = append(inv.sharedSlices, slice)
-		}
-		for i := range slice.Spec.Devices {
-			d := &slice.Spec.Devices[i]
-			id := structured.MakeDeviceID(slice.Spec.Driver, slice.Spec.Pool.Name, d.Name)
-			inv.byID[id] = d
-			if slice.Spec.NodeName != nil {
-				node := *slice.Spec.NodeName
-				inv.byNode[node] = append(inv.byNode[node], nodeDevice{id: id, device: d})
-			}
-		}
-	}
-	inv.markComplexNodes()
-	return inv, nil
+	return &inventory{sliceView: pl.views.get(slices), allocated: allocated, state: *state}, nil
 }
 
 // blockingTaint returns the first taint on d that keeps new allocations

@@ -56,11 +56,11 @@ func simpleDevice(d *resourceapi.Device) bool {
 		d.NodeName == nil && d.NodeSelector == nil && (d.AllNodes == nil || !*d.AllNodes)
 }
 
-// markComplexNodes records in inv the nodes whose devices the fast path
+// markComplexNodes records in v the nodes whose devices the fast path
 // cannot rank: a device that is not simple, a pool whose slices are from
 // more than one generation or not all present (the allocator then reasons
 // about the pool as a whole), or a repeated device name.
-func (inv *inventory) markComplexNodes() {
+func (v *sliceView) markComplexNodes() {
 	type poolKey struct{ driver, pool string }
 	type poolSeen struct {
 		generation int64
@@ -69,8 +69,8 @@ func (inv *inventory) markComplexNodes() {
 		mixed      bool
 	}
 	pools := map[string]map[poolKey]*poolSeen{}
-	inv.complexNodes = map[string]bool{}
-	for _, slice := range inv.slices {
+	v.complexNodes = map[string]bool{}
+	for _, slice := range v.slices {
 		if slice.Spec.NodeName == nil {
 			continue
 		}
@@ -89,24 +89,24 @@ func (inv *inventory) markComplexNodes() {
 		}
 		p.slices++
 		if slice.Spec.PerDeviceNodeSelection != nil && *slice.Spec.PerDeviceNodeSelection {
-			inv.complexNodes[node] = true
+			v.complexNodes[node] = true
 		}
 		for i := range slice.Spec.Devices {
 			if !simpleDevice(&slice.Spec.Devices[i]) {
-				inv.complexNodes[node] = true
+				v.complexNodes[node] = true
 			}
 		}
 	}
 	for node, byPool := range pools {
 		for _, p := range byPool {
 			if p.mixed || p.slices != p.want {
-				inv.complexNodes[node] = true
+				v.complexNodes[node] = true
 			}
 		}
 		seen := map[string]bool{}
-		for _, nd := range inv.byNode[node] {
+		for _, nd := range v.byNode[node] {
 			if seen[nd.id.String()] {
-				inv.complexNodes[node] = true
+				v.complexNodes[node] = true
 			}
 			seen[nd.id.String()] = true
 		}

@@ -142,10 +142,33 @@ func TestMarkComplexNodes(t *testing.T) {
 	updating.Spec.Pool.ResourceSliceCount = 2 // the second slice has not arrived
 	partitioned := testSlice("partitioned", gpus("H100", 80, 2)...)
 	partitioned.Spec.Devices[1].ConsumesCounters = []resourceapi.DeviceCounterConsumption{{CounterSet: "mem"}}
-	inv := &inventory{slices: []*resourceapi.ResourceSlice{plain, updating, partitioned}}
-	inv.markComplexNodes()
+	inv := newSliceView([]*resourceapi.ResourceSlice{plain, updating, partitioned})
 	want := map[string]bool{"updating": true, "partitioned": true}
 	if diff := cmp.Diff(want, inv.complexNodes); diff != "" {
 		t.Errorf("complex nodes (-want +got):\n%s", diff)
+	}
+}
+
+// A view is reused only while the very same slice objects are listed; a
+// changed, added or removed slice builds a new one.
+func TestSliceViewCache(t *testing.T) {
+	a := testSlice("node-a", gpus("H100", 80, 2)...)
+	b := testSlice("node-b", gpus("H100", 80, 2)...)
+	var c sliceViewCache
+	first := c.get([]*resourceapi.ResourceSlice{a, b})
+	if got := c.get([]*resourceapi.ResourceSlice{b, a}); got != first {
+		t.Error("same slices in another order: view rebuilt, want it reused")
+	}
+	changed := b.DeepCopy()
+	changed.Spec.Devices = changed.Spec.Devices[:1]
+	second := c.get([]*resourceapi.ResourceSlice{a, changed})
+	if second == first {
+		t.Fatal("a changed slice object: view reused")
+	}
+	if n := len(second.byNode["node-b"]); n != 1 {
+		t.Errorf("node-b has %d devices in the new view, want 1", n)
+	}
+	if got := c.get([]*resourceapi.ResourceSlice{a}); got == second || len(got.byNode["node-b"]) != 0 {
+		t.Error("a removed slice: view reused or node-b still listed")
 	}
 }

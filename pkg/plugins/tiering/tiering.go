@@ -64,6 +64,7 @@ type Tiering struct {
 	celCache *cel.Cache
 	metrics  *pluginMetrics
 	matches  *matchCache
+	views    *sliceViewCache
 }
 
 // New builds the plugin from the profile's args.
@@ -95,6 +96,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 		features: dynamicresources.AllocatorFeatures(fts),
 		celCache: cel.NewCache(32, celFeatures),
 		matches:  newMatchCache(),
+		views:    &sliceViewCache{},
 		metrics:  registerMetrics(),
 	}, nil
 }
