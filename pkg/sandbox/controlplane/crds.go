@@ -13,12 +13,18 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// InstallCRDs creates every CRD in dir (manifests/crds) and waits until each
-// is established.
+// InstallCRDs creates every CRD in dir (manifests/crds; its
+// kustomization.yaml is not a CRD) and waits until each is established.
 func (cp *ControlPlane) InstallCRDs(ctx context.Context, dir string) error {
-	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	all, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
 	if err != nil {
 		return fmt.Errorf("listing CRDs: %w", err)
+	}
+	var files []string
+	for _, f := range all {
+		if filepath.Base(f) != "kustomization.yaml" {
+			files = append(files, f)
+		}
 	}
 	if len(files) == 0 {
 		return fmt.Errorf("no CRDs in %s (run 'make generate')", dir)

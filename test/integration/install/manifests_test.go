@@ -2,6 +2,7 @@ package install
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,12 +16,15 @@ import (
 	"github.com/rota-dev/rota/test/integration/framework"
 )
 
-// render builds a kustomization under manifests/ as kustomize build does.
+// render builds a kustomization under manifests/ as `kubectl kustomize`
+// does, with its default load restrictor: no kustomization may read a file
+// outside its own directory.
 func render(t *testing.T, dir string) []*unstructured.Unstructured {
 	t.Helper()
 	opts := krusty.MakeDefaultOptions()
-	// The base uses the manifests where they live, outside its directory.
-	opts.LoadRestrictions = types.LoadRestrictionsNone
+	if opts.LoadRestrictions != types.LoadRestrictionsRootOnly {
+		t.Fatalf("kustomize's default load restrictor is %s, want %s", opts.LoadRestrictions, types.LoadRestrictionsRootOnly)
+	}
 	k := krusty.MakeKustomizer(opts)
 	res, err := k.Run(filesys.MakeFsOnDisk(), filepath.Join(framework.RepoRoot(t), "manifests", dir))
 	if err != nil {
@@ -46,10 +50,10 @@ func find(objs []*unstructured.Unstructured, kind, name string) *unstructured.Un
 	return nil
 }
 
-// TestInstallManifestsDryRun renders the install base and the canary
-// overlay and has a real API server accept every object (server-side apply,
-// dry run; namespaces are created for real so namespaced objects can be
-// checked).
+// TestInstallManifestsDryRun renders the whole install (manifests/), the
+// base and the canary overlay, and has a real API server accept every
+// object (server-side apply, dry run; namespaces are created for real so
+// namespaced objects can be checked).
 func TestInstallManifestsDryRun(t *testing.T) {
 	cp := framework.StartControlPlane(t)
 	applier, err := apply.NewApplier(cp.Config)
@@ -57,8 +61,19 @@ func TestInstallManifestsDryRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	for _, dir := range []string{"base", "overlays/canary"} {
+	shippedConfig, err := os.ReadFile(filepath.Join(framework.RepoRoot(t), "manifests", "scheduler", "config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rendered := map[string][]string{}
+	for _, dir := range []string{"", "base", "overlays/canary"} {
 		objs := render(t, dir)
+		for _, o := range objs {
+			rendered[dir] = append(rendered[dir], o.GetKind()+" "+o.GetNamespace()+"/"+o.GetName())
+			if o.GetKind() == "ResourceClaimTemplate" {
+				t.Errorf("manifests/%s: holds the example claim template %s", dir, o.GetName())
+			}
+		}
 		for _, want := range []struct{ kind, name string }{
 			{"CustomResourceDefinition", "deployschedules.rota.dev"},
 			{"CustomResourceDefinition", "gpureservations.rota.dev"},
@@ -85,8 +100,8 @@ func TestInstallManifestsDryRun(t *testing.T) {
 		}
 		if cm := find(objs, "ConfigMap", cmName); cm == nil || !strings.HasPrefix(cmName, "rota-scheduler-config-") {
 			t.Errorf("manifests/%s: the scheduler mounts ConfigMap %q, which is not the generated one", dir, cmName)
-		} else if data, _, _ := unstructured.NestedString(cm.Object, "data", "config.yaml"); !strings.Contains(data, "schedulerName: rota-scheduler") {
-			t.Errorf("manifests/%s: generated scheduler config lacks the rota-scheduler profile", dir)
+		} else if data, _, _ := unstructured.NestedString(cm.Object, "data", "config.yaml"); data != string(shippedConfig) {
+			t.Errorf("manifests/%s: the generated scheduler config is not manifests/scheduler/config.yaml", dir)
 		}
 		for _, o := range objs {
 			if o.GetKind() == "Namespace" {
@@ -100,6 +115,10 @@ func TestInstallManifestsDryRun(t *testing.T) {
 				t.Errorf("manifests/%s: %v", dir, err)
 			}
 		}
+	}
+	// manifests/ is the base, object for object.
+	if root, base := strings.Join(rendered[""], "\n"), strings.Join(rendered["base"], "\n"); root != base {
+		t.Errorf("manifests/ renders\n%s\nmanifests/base renders\n%s", root, base)
 	}
 	ds := find(render(t, "overlays/canary"), "DaemonSet", "rota-dra-kubelet-plugin")
 	if sel, _, _ := unstructured.NestedStringMap(ds.Object, "spec", "template", "spec", "nodeSelector"); sel["rota.dev/gpu-stack"] != "dra" || sel["nvidia.com/gpu.present"] != "true" {

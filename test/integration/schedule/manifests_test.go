@@ -33,6 +33,9 @@ func TestManifestsAreAccepted(t *testing.T) {
 	}
 	created := 0
 	for _, file := range files {
+		if filepath.Base(file) == "kustomization.yaml" {
+			continue // kustomize's, not an object
+		}
 		data, err := os.ReadFile(file)
 		if err != nil {
 			t.Fatal(err)
