@@ -13,7 +13,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
@@ -63,7 +65,13 @@ type env struct {
 
 func newEnv(t *testing.T, start time.Time, nodes map[string]int) *env {
 	t.Helper()
-	cp := framework.StartControlPlane(t)
+	return newEnvOn(t, framework.StartControlPlane(t), start, nodes)
+}
+
+// newEnvOn is newEnv on a control plane the test started itself (for
+// example one that authorizes with RBAC).
+func newEnvOn(t *testing.T, cp *framework.ControlPlane, start time.Time, nodes map[string]int) *env {
+	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
 	e := &env{t: t, ctx: ctx, cp: cp, clock: clocktesting.NewFakeClock(start)}
 	var objs []any
@@ -118,15 +126,23 @@ func (r *runningController) stop() {
 // startController runs a schedule controller on the fake clock.
 func (e *env) startController(fp controller.Failpoints) *runningController {
 	e.t.Helper()
+	return e.startControllerAs(e.cp.Client, e.cp.Dynamic, fp)
+}
+
+// startControllerAs runs a schedule controller on the fake clock whose API
+// calls and Events go through the given clients (for example clients that
+// impersonate the controller's ServiceAccount).
+func (e *env) startControllerAs(client kubernetes.Interface, dyn dynamic.Interface, fp controller.Failpoints) *runningController {
+	e.t.Helper()
 	logger := ktesting.NewLogger(e.t, ktesting.NewConfig(ktesting.Verbosity(2)))
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logger))
 	s := runtime.NewScheme()
 	_ = scheme.AddToScheme(s)
 	_ = v1alpha1.AddToScheme(s)
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: e.cp.Client.CoreV1().Events("")})
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
 	c, err := controller.New(controller.Options{
-		Client: e.cp.Client, Dynamic: e.cp.Dynamic, Clock: e.clock,
+		Client: client, Dynamic: dyn, Clock: e.clock,
 		Recorder:      broadcaster.NewRecorder(s, v1.EventSource{Component: "schedule-controller"}),
 		GateNamespace: gateNS, Failpoints: fp,
 	})
@@ -173,6 +189,13 @@ func gpuTemplate(name string, n int64) *resourceapi.ResourceClaimTemplate {
 // claim template, scheduled by Rota's scheduler.
 func (e *env) gpuDeployment(name string, replicas int32, gpus int64) {
 	e.t.Helper()
+	e.gpuDeploymentWith(name, replicas, gpus, nil)
+}
+
+// gpuDeploymentWith is gpuDeployment with a change applied to the
+// Deployment before it is created (labels, annotations).
+func (e *env) gpuDeploymentWith(name string, replicas int32, gpus int64, mutate func(*appsv1.Deployment)) {
+	e.t.Helper()
 	tmpl := gpuTemplate(name+"-gpus", gpus)
 	if _, err := e.cp.Client.ResourceV1().ResourceClaimTemplates(ns).Create(e.ctx, tmpl, metav1.CreateOptions{}); err != nil {
 		e.t.Fatal(err)
@@ -195,6 +218,9 @@ func (e *env) gpuDeployment(name string, replicas int32, gpus int64) {
 				},
 			},
 		},
+	}
+	if mutate != nil {
+		mutate(d)
 	}
 	if _, err := e.cp.Client.AppsV1().Deployments(ns).Create(e.ctx, d, metav1.CreateOptions{}); err != nil {
 		e.t.Fatal(err)

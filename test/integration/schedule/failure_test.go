@@ -19,13 +19,7 @@ const weekName = "gpu-pool-h100-shared"
 // nightPool is the §8.1 pool on Monday before 08:00: qwen32b (6 GPUs) and
 // md-bge-embed (2 GPUs) run, llama70b (8 GPUs) is stopped.
 func nightPool(t *testing.T, start time.Time) (*env, *observer) {
-	e := newEnv(t, start, map[string]int{"gpu-node-0": 10})
-	obs := startObserver(t, e.cp.Client, ns)
-	e.gpuDeployment("md-llama70b", 0, 8)
-	e.gpuDeployment("md-qwen32b", 1, 6)
-	e.gpuDeployment("md-bge-embed", 1, 2)
-	e.waitReady("md-qwen32b", 1)
-	e.waitReady("md-bge-embed", 1)
+	e, obs := nightWorkloads(t, start, nightOptions{})
 	e.createSchedule(readExample(t, "deployschedule-week.yaml"))
 	return e, obs
 }

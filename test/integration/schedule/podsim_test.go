@@ -17,7 +17,8 @@ import (
 
 // podSim is a minimal pod lifecycle for this package (pkg/sim/kubelet was not
 // committed when these tests were written): a pod bound to a node becomes
-// Running and Ready after startDelay on the fake clock, and a pod being
+// Running and Ready after startDelay on the fake clock (Running but never
+// Ready when it carries neverReadyLabel), and a pod being
 // deleted is removed once its grace period has passed on the fake clock.
 type podSim struct {
 	client     kubernetes.Interface
@@ -78,6 +79,9 @@ func (s *podSim) sync(ctx context.Context, t *testing.T) {
 				t.Logf("pod sim: delete %s: %v", pod.Name, err)
 			}
 		case pod.Spec.NodeName != "" && !isReady(pod):
+			if neverReady(pod) && pod.Status.Phase == v1.PodRunning {
+				continue
+			}
 			first, ok := s.boundAt[pod.UID]
 			if !ok {
 				s.boundAt[pod.UID] = now
@@ -86,7 +90,7 @@ func (s *podSim) sync(ctx context.Context, t *testing.T) {
 			if now.Sub(first) < s.startDelay {
 				continue
 			}
-			s.markRunning(ctx, t, pod)
+			s.markStarted(ctx, t, pod, !neverReady(pod))
 		}
 	}
 }
@@ -100,8 +104,18 @@ func isReady(pod *v1.Pod) bool {
 	return false
 }
 
-func (s *podSim) markRunning(ctx context.Context, t *testing.T, pod *v1.Pod) {
-	const status = v1.ConditionTrue
+// neverReadyLabel on a pod makes the simulator start it (Running) but never
+// report it Ready, as a container whose readiness probe keeps failing.
+const neverReadyLabel = "podsim.rota.dev/never-ready"
+
+func neverReady(pod *v1.Pod) bool { return pod.Labels[neverReadyLabel] == "true" }
+
+// markStarted makes the pod Running, Ready or not.
+func (s *podSim) markStarted(ctx context.Context, t *testing.T, pod *v1.Pod, ready bool) {
+	status := v1.ConditionFalse
+	if ready {
+		status = v1.ConditionTrue
+	}
 	real := metav1.Now()
 	pod = pod.DeepCopy()
 	pod.Status.Phase = v1.PodRunning
@@ -112,7 +126,7 @@ func (s *podSim) markRunning(ctx context.Context, t *testing.T, pod *v1.Pod) {
 		{Type: v1.ContainersReady, Status: status, LastTransitionTime: real},
 		{Type: v1.PodReady, Status: status, LastTransitionTime: real},
 	}
-	pod.Status.ContainerStatuses = []v1.ContainerStatus{{Name: "main", Ready: true, Image: pod.Spec.Containers[0].Image,
+	pod.Status.ContainerStatuses = []v1.ContainerStatus{{Name: "main", Ready: ready, Image: pod.Spec.Containers[0].Image,
 		State: v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: real}}}}
 	if _, err := s.client.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil && ctx.Err() == nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
 		t.Logf("pod sim: status of %s: %v", pod.Name, err)
