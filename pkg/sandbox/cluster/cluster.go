@@ -2,9 +2,12 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
@@ -73,7 +76,7 @@ func Start(ctx context.Context, o Options) (_ *Cluster, err error) {
 		return nil, err
 	}
 	schedConfig := filepath.Join(o.Dir, "scheduler-config.yaml")
-	if err := writeSchedulerConfig(filepath.Join(manifests, "scheduler", "config.yaml"), cp.Kubeconfig, schedConfig); err != nil {
+	if err := writeSchedulerConfig(filepath.Join(manifests, "scheduler", "config.yaml"), cp.Kubeconfig, schedConfig, o.SchedulerPluginArgs); err != nil {
 		return nil, err
 	}
 	if err := c.run(ctx, "ResourceClaim controller", func(ctx context.Context) (func(), error) {
@@ -154,10 +157,11 @@ data:
 `
 
 // writeSchedulerConfig is controlplane.WriteSchedulerConfig with the
-// scheduler's retry back-off at its minimum (1s): the simulation advances
+// scheduler's retry back-off at its minimum (1s) — the simulation advances
 // its clock once the cluster is quiet, and a pod waiting out a 10s back-off
-// would be placed late in simulated time.
-func writeSchedulerConfig(src, kubeconfig, dst string) error {
+// would be placed late in simulated time — and the plugin args of
+// pluginArgs in place of the profile's.
+func writeSchedulerConfig(src, kubeconfig, dst string, pluginArgs map[string]any) error {
 	if err := controlplane.WriteSchedulerConfig(src, kubeconfig, dst); err != nil {
 		return err
 	}
@@ -171,6 +175,9 @@ func writeSchedulerConfig(src, kubeconfig, dst string) error {
 	}
 	cfg["podInitialBackoffSeconds"] = 1
 	cfg["podMaxBackoffSeconds"] = 1
+	if err := replacePluginArgs(cfg, pluginArgs); err != nil {
+		return err
+	}
 	out, err := yaml.Marshal(cfg)
 	if err != nil {
 		return fmt.Errorf("encode scheduler config: %w", err)
@@ -256,4 +263,33 @@ func (c *Cluster) startReservationController(ctx context.Context) (func(), error
 		cancel()
 		<-done
 	}, nil
+}
+
+// replacePluginArgs sets the args of every plugin named in args in the
+// configuration's profiles. A plugin without a pluginConfig entry in any
+// profile is an error: its args would go unused.
+func replacePluginArgs(cfg map[string]any, args map[string]any) error {
+	found := map[string]bool{}
+	var known []string
+	profiles, _ := cfg["profiles"].([]any)
+	for _, p := range profiles {
+		profile, _ := p.(map[string]any)
+		entries, _ := profile["pluginConfig"].([]any)
+		for _, e := range entries {
+			entry, _ := e.(map[string]any)
+			name, _ := entry["name"].(string)
+			known = append(known, name)
+			if a, ok := args[name]; ok {
+				entry["args"] = a
+				found[name] = true
+			}
+		}
+	}
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(args)) {
+		if !found[name] {
+			errs = append(errs, fmt.Errorf("schedulerPluginArgs.%s: Unsupported value: the scheduler profile configures only %v", name, known))
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -41,6 +41,10 @@ type Options struct {
 	// ProgressPeriod is how often the schedule controller looks at a step
 	// in flight. Default 15s.
 	ProgressPeriod time.Duration
+	// SchedulerPluginArgs replace the args of the named plugins in the
+	// rota-scheduler profile (plugin name → args object); each must have a
+	// pluginConfig entry there.
+	SchedulerPluginArgs map[string]any
 }
 
 func (o *Options) validate() error {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
 	"github.com/rota-dev/rota/pkg/sandbox/cluster"
+	"github.com/rota-dev/rota/pkg/waits"
 )
 
 // DriverName is the driver whose devices are reported.
@@ -28,6 +29,11 @@ type State struct {
 	GPUs map[string]GPU
 	// Holders are the allocated devices, by "node/device".
 	Holders map[string]Holder
+	// Ready counts each workload's Ready pods (not terminating).
+	Ready map[string]int
+	// DoubleBooked lists every device allocated exclusively to more than
+	// one claim at once, one sentence each; it should stay empty.
+	DoubleBooked []string
 }
 
 // Holder is who holds a device.
@@ -39,7 +45,7 @@ type Holder struct {
 
 // Capture reads the state from the sandbox's caches.
 func Capture(w *cluster.Watch) (*State, error) {
-	st := &State{GPUs: map[string]GPU{}, Holders: map[string]Holder{}}
+	st := &State{GPUs: map[string]GPU{}, Holders: map[string]Holder{}, Ready: map[string]int{}}
 	slices, err := w.Slices.List(labels.Everything())
 	if err != nil {
 		return nil, err
@@ -73,13 +79,18 @@ func Capture(w *cluster.Watch) (*State, error) {
 		rp := Pod{Name: p.Namespace + "/" + p.Name, Workload: workloadOf(p, rsOwner), Node: p.Spec.NodeName, Phase: string(p.Status.Phase), Ready: podReady(p)}
 		if p.DeletionTimestamp != nil {
 			rp.Phase = "Terminating"
+		} else if rp.Ready {
+			st.Ready[rp.Workload]++
 		}
 		if p.Spec.NodeName == "" {
 			rp.Waiting = &Waiting{Reason: "Pending"}
 			for _, c := range p.Status.Conditions {
 				if c.Type == v1.PodScheduled && c.Status != v1.ConditionTrue {
-					rp.Waiting = &Waiting{Reason: c.Reason, Message: c.Message}
+					rp.Waiting.Reason, rp.Waiting.Message = c.Reason, c.Message
 				}
+			}
+			if c := waits.Current(p); c != nil && c.Status == v1.ConditionTrue {
+				rp.Waiting.Code = c.Reason
 			}
 		}
 		st.Pods = append(st.Pods, rp)
@@ -96,6 +107,8 @@ func Capture(w *cluster.Watch) (*State, error) {
 	sort.Slice(claims, func(i, j int) bool {
 		return claims[i].Namespace+"/"+claims[i].Name < claims[j].Namespace+"/"+claims[j].Name
 	})
+	// Devices allocated without a share ID belong to one claim alone.
+	exclusive := map[string]string{}
 	for _, c := range claims {
 		if c.Status.Allocation == nil {
 			continue
@@ -116,6 +129,12 @@ func Capture(w *cluster.Watch) (*State, error) {
 				continue
 			}
 			key := res.Pool + "/" + res.Device
+			if res.ShareID == nil {
+				if other, ok := exclusive[key]; ok {
+					st.DoubleBooked = append(st.DoubleBooked, fmt.Sprintf("GPU %s held by claims %s and %s at once", key, other, claimName))
+				}
+				exclusive[key] = claimName
+			}
 			st.Holders[key] = holder
 			g := st.GPUs[key]
 			dev := Device{Node: res.Pool, Name: res.Device, UUID: g.UUID, Model: g.Model, Claim: claimName}

@@ -8,10 +8,28 @@ import (
 	"github.com/rota-dev/rota/pkg/sandbox/scenario"
 )
 
-// Check returns the expectations that do not hold, one sentence each.
-func Check(exp scenario.Expect, st *State, transitions, maxGPUsInUse int) []string {
+// History is what a run saw before a checkpoint, beyond its state.
+type History struct {
+	// Transitions is the number of schedule transitions since the start.
+	Transitions int
+	// MaxGPUsInUse is the most GPUs allocated at one sample since the start.
+	MaxGPUsInUse int
+	// MinReady is, per workload, the fewest Ready pods at any sample since
+	// the previous checkpoint; a workload missing from a sample counts 0.
+	MinReady map[string]int
+	// DoubleBooked are the double bookings seen at any sample since the
+	// previous checkpoint.
+	DoubleBooked []string
+}
+
+// Check returns the expectations that do not hold, one sentence each. A
+// double-booked GPU fails every checkpoint, expected or not.
+func Check(exp scenario.Expect, st *State, h History) []string {
 	var out []string
 	fail := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
+	for _, d := range h.DoubleBooked {
+		fail("%s", d)
+	}
 	for _, pe := range exp.Pods {
 		var matched []Pod
 		for _, p := range st.Pods {
@@ -47,6 +65,9 @@ func Check(exp scenario.Expect, st *State, transitions, maxGPUsInUse int) []stri
 			}
 			if pe.Waiting && p.Waiting == nil {
 				fail("pod %s: placed on %s, want it waiting", p.Name, p.Node)
+			}
+			if pe.WaitReason != "" && (p.Waiting == nil || p.Waiting.Code != pe.WaitReason) {
+				fail("pod %s: waits with reason code %q, want %s (%s)", p.Name, waitingCode(p.Waiting), pe.WaitReason, waitingText(p.Waiting))
 			}
 			if pe.ReasonContains != "" {
 				if p.Waiting == nil || !strings.Contains(p.Waiting.Reason+" "+p.Waiting.Message, pe.ReasonContains) {
@@ -87,13 +108,25 @@ func Check(exp scenario.Expect, st *State, transitions, maxGPUsInUse int) []stri
 			fail("reservation %s: %d MiB used, want at most %d", re.Name, found.BudgetUsedMiB, *re.MaxBudgetUsedMiB)
 		}
 	}
-	if exp.Transitions != nil && transitions != *exp.Transitions {
-		fail("%d transitions so far, want %d", transitions, *exp.Transitions)
+	if exp.Transitions != nil && h.Transitions != *exp.Transitions {
+		fail("%d transitions so far, want %d", h.Transitions, *exp.Transitions)
 	}
-	if exp.MaxGPUsInUse != nil && maxGPUsInUse > *exp.MaxGPUsInUse {
-		fail("%d GPUs were in use at once, want at most %d", maxGPUsInUse, *exp.MaxGPUsInUse)
+	if exp.MaxGPUsInUse != nil && h.MaxGPUsInUse > *exp.MaxGPUsInUse {
+		fail("%d GPUs were in use at once, want at most %d", h.MaxGPUsInUse, *exp.MaxGPUsInUse)
+	}
+	for _, m := range exp.MinReady {
+		if got := h.MinReady[m.Workload]; got < m.Count {
+			fail("workload %s had %d Ready pods at one point since the previous checkpoint, want at least %d", m.Workload, got, m.Count)
+		}
 	}
 	return out
+}
+
+func waitingCode(w *Waiting) string {
+	if w == nil {
+		return ""
+	}
+	return w.Code
 }
 
 func waitingText(w *Waiting) string {

@@ -61,7 +61,11 @@ func (r *Report) WriteText(w io.Writer) {
 			}
 			fmt.Fprintln(w)
 			if p.Waiting != nil {
-				fmt.Fprintf(w, "      waiting: %s: %s\n", p.Waiting.Reason, oneLine(p.Waiting.Message))
+				code := ""
+				if p.Waiting.Code != "" {
+					code = " [" + p.Waiting.Code + "]"
+				}
+				fmt.Fprintf(w, "      waiting%s: %s: %s\n", code, p.Waiting.Reason, oneLine(p.Waiting.Message))
 			}
 		}
 		if len(cp.Targets) > 0 {

@@ -88,10 +88,14 @@ type Device struct {
 	Claim string `json:"claim"`
 }
 
-// Waiting is why a pod is not placed: its PodScheduled condition.
+// Waiting is why a pod is not placed: its PodScheduled condition, and
+// Rota's reason code from its rota.dev/Waiting condition.
 type Waiting struct {
 	Reason  string `json:"reason"`
 	Message string `json:"message"`
+	// Code is Rota's wait reason code (docs/operations.md), "" until
+	// Rota's scheduler has classified the wait.
+	Code string `json:"code,omitempty"`
 }
 
 // Target is one DeploySchedule target's status.

@@ -8,8 +8,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
@@ -60,6 +62,7 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 	if sc.PassPeriod != nil {
 		opts.PassPeriod = sc.PassPeriod.Duration()
 	}
+	opts.SchedulerPluginArgs = sc.SchedulerPluginArgs
 	c, err := cluster.Start(ctx, opts)
 	if err != nil {
 		return nil, fmt.Errorf("starting the sandbox: %w", err)
@@ -94,6 +97,10 @@ type runner struct {
 	maxInUse    int
 	checkpoints []report.Checkpoint
 	lastState   *report.State
+	// Since the previous checkpoint: each workload's fewest Ready pods at
+	// a sample, and the double bookings seen.
+	minReady     map[string]int
+	doubleBooked []string
 }
 
 // settle waits for quiet and samples the GPUs.
@@ -108,6 +115,23 @@ func (r *runner) settle(ctx context.Context) error {
 	r.maxInUse = max(r.maxInUse, st.GPUsInUse())
 	r.rec.Add(r.clk.Now(), st)
 	r.lastState = st
+	if r.minReady == nil {
+		r.minReady = maps.Clone(st.Ready)
+	} else {
+		for w, n := range r.minReady {
+			r.minReady[w] = min(n, st.Ready[w]) // absent: 0
+		}
+		for w := range st.Ready {
+			if _, seen := r.minReady[w]; !seen {
+				r.minReady[w] = 0 // absent from the earlier samples
+			}
+		}
+	}
+	for _, d := range st.DoubleBooked {
+		if !slices.Contains(r.doubleBooked, d) {
+			r.doubleBooked = append(r.doubleBooked, d)
+		}
+	}
 	return nil
 }
 
@@ -234,7 +258,11 @@ func (r *runner) checkpoint(cp *scenario.Checkpoint) error {
 			since = append(since, t)
 		}
 	}
-	failures := report.Check(cp.Expect, st, len(transitions), r.maxInUse)
+	failures := report.Check(cp.Expect, st, report.History{
+		Transitions: len(transitions), MaxGPUsInUse: r.maxInUse, MinReady: r.minReady, DoubleBooked: r.doubleBooked,
+	})
+	// The next interval starts with this sample.
+	r.minReady, r.doubleBooked = maps.Clone(st.Ready), slices.Clone(st.DoubleBooked)
 	now := r.clk.Now()
 	r.checkpoints = append(r.checkpoints, report.Checkpoint{
 		Name: cp.Name, Time: now, Offset: scenario.Offset(now.Sub(sc.Start)).String(),

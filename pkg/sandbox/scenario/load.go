@@ -3,15 +3,18 @@ package scenario
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
 	"sigs.k8s.io/yaml"
 
 	"github.com/rota-dev/rota/pkg/driver/gpu"
+	"github.com/rota-dev/rota/pkg/waits"
 )
 
 // Load reads and checks a scenario file.
@@ -77,6 +80,11 @@ func (sc *Scenario) Validate() error {
 			bad(f+".profile", "Invalid value: %v", err)
 		}
 	}
+	for _, plugin := range slices.Sorted(maps.Keys(sc.SchedulerPluginArgs)) {
+		if _, ok := sc.SchedulerPluginArgs[plugin].(map[string]any); !ok {
+			bad("schedulerPluginArgs."+plugin, "Invalid value: want the plugin's args as an object")
+		}
+	}
 	checkpoints := map[string]bool{}
 	for i, ev := range sc.Events {
 		f := fmt.Sprintf("events[%d]", i)
@@ -134,6 +142,18 @@ func (sc *Scenario) Validate() error {
 					bad(g, "Invalid value: %q: want namespace/name (a glob)", p.Name)
 				} else if _, err := path.Match(p.Name, ""); err != nil {
 					bad(g, "Invalid value: %q: %v", p.Name, err)
+				}
+				if p.WaitReason != "" && !slices.Contains(waits.AllReasons, waits.Reason(p.WaitReason)) {
+					bad(fmt.Sprintf("%s.checkpoint.expect.pods[%d].waitReason", f, j), "Unsupported value: %q: supported values: %v", p.WaitReason, waits.AllReasons)
+				}
+			}
+			for j, m := range cp.Expect.MinReady {
+				g := fmt.Sprintf("%s.checkpoint.expect.minReady[%d]", f, j)
+				if !strings.Contains(m.Workload, "/") {
+					bad(g+".workload", "Invalid value: %q: want namespace/name", m.Workload)
+				}
+				if m.Count < 1 {
+					bad(g+".count", "Invalid value: %d: at least 1", m.Count)
 				}
 			}
 			for j, t := range cp.Expect.Targets {

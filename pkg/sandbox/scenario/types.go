@@ -23,6 +23,12 @@ type Scenario struct {
 	Nodes      []Node  `json:"nodes"`
 	Events     []Event `json:"events"`
 
+	// SchedulerPluginArgs replace, for this run, the args of the named
+	// plugins in the shipped rota-scheduler profile
+	// (manifests/scheduler/config.yaml), e.g. Quota tenants. Keys are
+	// plugin names that have a pluginConfig entry in that profile.
+	SchedulerPluginArgs map[string]any `json:"schedulerPluginArgs,omitempty"`
+
 	// Dir is the directory of the scenario file; applyFile is relative to it.
 	Dir string `json:"-"`
 }
@@ -99,6 +105,18 @@ type Expect struct {
 	Transitions *int `json:"transitions,omitempty"`
 	// MaxGPUsInUse bounds the GPUs allocated at any sample since the start.
 	MaxGPUsInUse *int `json:"maxGPUsInUse,omitempty"`
+	// MinReady are workloads that must have had at least Count Ready pods
+	// at every sample since the previous checkpoint (since the start for
+	// the first): no downtime.
+	MinReady []ReadyExpect `json:"minReady,omitempty"`
+}
+
+// ReadyExpect is a lower bound on a workload's Ready pods.
+type ReadyExpect struct {
+	// Workload is namespace/name of the owning Deployment (or the pod's
+	// owner, or the pod), as the report's pods[].workload says.
+	Workload string `json:"workload"`
+	Count    int    `json:"count"`
 }
 
 // PodExpect checks the pods whose namespace/name matches Name (a glob:
@@ -118,6 +136,9 @@ type PodExpect struct {
 	// reason code and message.
 	Waiting        bool   `json:"waiting,omitempty"`
 	ReasonContains string `json:"reasonContains,omitempty"`
+	// WaitReason is Rota's reason code the pod waits with (its
+	// rota.dev/Waiting condition), e.g. TopologyFragmentation.
+	WaitReason string `json:"waitReason,omitempty"`
 }
 
 // TargetExpect checks one DeploySchedule target.

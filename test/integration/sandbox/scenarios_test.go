@@ -86,3 +86,75 @@ func TestScenarioWeekSwap(t *testing.T) {
 		}
 	}
 }
+
+// checkpoint returns the named checkpoint of rep.
+func checkpoint(t *testing.T, rep *report.Report, name string) report.Checkpoint {
+	t.Helper()
+	for _, cp := range rep.Checkpoints {
+		if cp.Name == name {
+			return cp
+		}
+	}
+	t.Fatalf("no checkpoint %s", name)
+	return report.Checkpoint{}
+}
+
+// podNodes are the nodes the running pods whose names start with prefix
+// are on.
+func podNodes(cp report.Checkpoint, prefix string) []string {
+	var nodes []string
+	for _, p := range cp.Pods {
+		if strings.HasPrefix(p.Name, prefix) && p.Phase == "Running" {
+			nodes = append(nodes, p.Node)
+		}
+	}
+	return nodes
+}
+
+func TestScenarioMultiReplica(t *testing.T) {
+	rep := playScenario(t, "multi-replica")
+	if len(rep.Transitions) != 3 {
+		t.Errorf("%d transitions, want 3 (Mon 08:00, Mon 18:00, Tue 08:00)", len(rep.Transitions))
+	}
+	if rep.MaxGPUsInUse > 16 {
+		t.Errorf("%d GPUs in use at once, want at most 16", rep.MaxGPUsInUse)
+	}
+	for _, tr := range rep.Transitions {
+		if len(tr.Steps) != 2 || tr.Steps[0].Group != "Release" || tr.Steps[1].Group != "Acquire" {
+			t.Errorf("transition at %s: steps %+v, want a release then an acquire", tr.At, tr.Steps)
+		}
+	}
+	// In business hours llama70b holds both nodes; in the evening
+	// md-qwen-8gpu runs on the node the second replica left.
+	for _, name := range []string{"mon-0830-business-hours", "tue-0830-business-hours"} {
+		if got := podNodes(checkpoint(t, rep, name), "serving/md-llama70b-"); len(got) != 2 || got[0] == got[1] {
+			t.Errorf("%s: llama70b on %v, want one replica on each node", name, got)
+		}
+	}
+	evening := checkpoint(t, rep, "mon-1830-evening")
+	llama, qwen := podNodes(evening, "serving/md-llama70b-"), podNodes(evening, "serving/md-qwen-8gpu-")
+	if len(llama) != 1 || len(qwen) != 1 || llama[0] == qwen[0] {
+		t.Errorf("mon-1830-evening: llama70b on %v, md-qwen-8gpu on %v; want one each, on different nodes", llama, qwen)
+	}
+}
+
+func TestScenarioFragmentation(t *testing.T) {
+	rep := playScenario(t, "fragmentation")
+	if rep.MaxGPUsInUse > 4 {
+		t.Errorf("%d GPUs in use at once, want at most 4", rep.MaxGPUsInUse)
+	}
+	// B's gang: its reason code at t=0 and t=10, both ranks on n1 at t=12.
+	for name, want := range map[string]string{"t0-insufficient-capacity": "InsufficientCapacity", "t10-topology-fragmentation": "TopologyFragmentation"} {
+		for _, p := range checkpoint(t, rep, name).Pods {
+			if strings.HasPrefix(p.Name, "team-b/") && (p.Waiting == nil || p.Waiting.Code != want) {
+				t.Errorf("%s: %s waiting %+v, want code %s", name, p.Name, p.Waiting, want)
+			}
+		}
+	}
+	if got := podNodes(checkpoint(t, rep, "t12-b-admitted-on-n1"), "team-b/"); len(got) != 2 || got[0] != "n1" || got[1] != "n1" {
+		t.Errorf("t12: B's ranks on %v, want both on n1", got)
+	}
+	if done := checkpoint(t, rep, "t32-b-done"); done.GPUsInUse != 1 {
+		t.Errorf("t32: %d GPUs in use, want 1 (A's remaining replica)", done.GPUsInUse)
+	}
+}
