@@ -62,9 +62,9 @@ bin/kubectl: go.mod
 # scenarios on a virtual clock, each with its report and HTML timeline.
 DEMO_DIR ?= $(CURDIR)/bin/demo
 .PHONY: demo
-# Built without -trimpath here: that build is the one the scenario tests exercise.
-demo: bin/kubectl ## Play the fallback and week-swap scenarios in the local sandbox.
-	$(GO) build -o bin/rota-sandbox ./cmd/rota-sandbox
+# bin/rota-sandbox is the `make build` binary (-trimpath), the one
+# test/integration/sandbox runs as a process.
+demo: bin/rota-sandbox bin/kubectl ## Play the fallback and week-swap scenarios in the local sandbox.
 	bin/rota-sandbox run --scenario examples/scenarios/fallback.yaml --dir $(DEMO_DIR)/fallback --timeline $(DEMO_DIR)/fallback.html
 	bin/rota-sandbox run --scenario examples/scenarios/week-swap.yaml --dir $(DEMO_DIR)/week-swap --timeline $(DEMO_DIR)/week-swap.html
 	@echo
