@@ -158,3 +158,10 @@ func TestScenarioFragmentation(t *testing.T) {
 		t.Errorf("t32: %d GPUs in use, want 1 (A's remaining replica)", done.GPUsInUse)
 	}
 }
+
+func TestScenarioFragmentationConflict(t *testing.T) {
+	rep := playScenario(t, "fragmentation-conflict")
+	if got := podNodes(checkpoint(t, rep, "t30-still-no-placement"), "team-b/"); len(got) != 0 {
+		t.Errorf("t30: B's ranks run on %v, want them waiting", got)
+	}
+}
