@@ -40,6 +40,8 @@ type Cluster struct {
 
 	opts Options
 	stop []func()
+	// schedulerInFlight counts the pods the scheduler is working on.
+	schedulerInFlight func() int
 }
 
 // Start brings the whole sandbox up. Stop tears it down.
@@ -87,8 +89,9 @@ func Start(ctx context.Context, o Options) (_ *Cluster, err error) {
 	if err := c.run(ctx, "workload controllers", c.startWorkloadControllers); err != nil {
 		return nil, err
 	}
-	if err := c.run(ctx, "scheduler", func(ctx context.Context) (func(), error) {
-		return controlplane.StartScheduler(ctx, schedConfig)
+	if err := c.run(ctx, "scheduler", func(ctx context.Context) (stop func(), err error) {
+		stop, c.schedulerInFlight, err = controlplane.StartSchedulerWithInFlight(ctx, schedConfig)
+		return stop, err
 	}); err != nil {
 		return nil, err
 	}

@@ -152,8 +152,9 @@ func busy() string {
 }
 
 // Settle waits (real time) until the cluster is quiet: no object changed
-// for quiet, nothing is queued in the scheduler or a controller, and no
-// timer of the clock is due. It gives up after limit and says so.
+// for quiet, nothing is queued in the scheduler or a controller, no pod is
+// in a scheduling or binding cycle, and no timer of the clock is due. It
+// gives up after limit and says so.
 func (c *Cluster) Settle(ctx context.Context, quiet, limit time.Duration) error {
 	begin := time.Now()
 	deadline := begin.Add(limit)
@@ -171,7 +172,12 @@ func (c *Cluster) Settle(ctx context.Context, quiet, limit time.Duration) error 
 			due = true
 		}
 		if !due && c.Watch.QuietFor() >= quiet {
-			if why = busy(); why == "" {
+			if why = busy(); why == "" && c.schedulerInFlight != nil {
+				if n := c.schedulerInFlight(); n > 0 {
+					why = fmt.Sprintf("scheduler: %d pod(s) in flight", n)
+				}
+			}
+			if why == "" {
 				if took := time.Since(begin); took > time.Second {
 					klog.FromContext(ctx).V(3).Info("Settled slowly", "took", took, "lastBusy", lastWhy)
 				}

@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
+	"k8s.io/kubernetes/pkg/scheduler"
 	"sigs.k8s.io/yaml"
 
 	rotascheduler "github.com/rota-dev/rota/pkg/scheduler"
@@ -45,18 +46,35 @@ func WriteSchedulerConfig(src, kubeconfig, dst string) error {
 // own app.Setup, with Rota's plugin registry and the configuration file
 // configFile. The returned function stops it.
 func StartScheduler(ctx context.Context, configFile string) (func(), error) {
+	stop, _, err := StartSchedulerWithInFlight(ctx, configFile)
+	return stop, err
+}
+
+// StartSchedulerWithInFlight is StartScheduler that also returns how many
+// pods the scheduler has taken from its queue and not finished with (in a
+// scheduling cycle, or binding, or waiting at Permit): a pod in flight is
+// in no queue, so the queue metrics alone do not show the work.
+func StartSchedulerWithInFlight(ctx context.Context, configFile string) (stop func(), inFlight func() int, err error) {
+	stop, sched, err := startScheduler(ctx, configFile)
+	if err != nil {
+		return nil, nil, err
+	}
+	return stop, func() int { return len(sched.SchedulingQueue.InFlightPods()) }, nil
+}
+
+func startScheduler(ctx context.Context, configFile string) (func(), *scheduler.Scheduler, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	opts := options.NewOptions()
 	opts.ConfigFile = configFile
 	opts.SecureServing.BindPort = 0 // no health/metrics endpoint
 	if err := opts.ComponentGlobalsRegistry.Set(); err != nil {
 		cancel()
-		return nil, fmt.Errorf("scheduler feature gates: %w", err)
+		return nil, nil, fmt.Errorf("scheduler feature gates: %w", err)
 	}
 	cc, sched, err := app.Setup(ctx, opts, rotascheduler.PluginOptions()...)
 	if err != nil {
 		cancel()
-		return nil, fmt.Errorf("set up scheduler: %w", err)
+		return nil, nil, fmt.Errorf("set up scheduler: %w", err)
 	}
 
 	cc.EventBroadcaster.StartRecordingToSink(ctx.Done())
@@ -70,7 +88,7 @@ func StartScheduler(ctx context.Context, configFile string) (func(), error) {
 	}
 	if err := sched.WaitForHandlersSync(ctx); err != nil {
 		cancel()
-		return nil, fmt.Errorf("scheduler handlers not synced: %w", err)
+		return nil, nil, fmt.Errorf("scheduler handlers not synced: %w", err)
 	}
 
 	done := make(chan struct{})
@@ -83,5 +101,5 @@ func StartScheduler(ctx context.Context, configFile string) (func(), error) {
 		<-done
 		cc.EventBroadcaster.Shutdown()
 		cc.InformerFactory.Shutdown()
-	}, nil
+	}, sched, nil
 }
