@@ -68,7 +68,7 @@ func run(args []string, stderr io.Writer) error {
 		}
 		return err
 	}
-	logger.Info("Plugin running", "node", opts.NodeName, "mockProfile", opts.MockProfile)
+	logger.Info("Plugin running", "node", opts.NodeName, "mockProfile", opts.MockProfile, "consumableMemory", opts.ConsumableMemory)
 	select {
 	case <-ctx.Done():
 		logger.Info("Shutting down")

@@ -31,6 +31,9 @@ type Config struct {
 	Monitor   *health.Monitor
 	Metrics   *Metrics
 	Clock     clock.Clock
+	// Publish chooses how GPUs are published; its zero value publishes each
+	// GPU for one claim at a time (see resources.Options.ConsumableMemory).
+	Publish resources.Options
 	// Fatal is called for background errors that retrying cannot fix; main
 	// cancels its context with it so the plugin shuts down and restarts.
 	Fatal func(error)
@@ -88,7 +91,7 @@ func (d *Driver) Start(ctx context.Context, opts ...kubeletplugin.Option) (*kube
 func (d *Driver) publish(ctx context.Context) error {
 	statuses := d.cfg.Monitor.Statuses()
 	d.cfg.Metrics.setDevices(statuses)
-	res, err := resources.ForNode(d.cfg.NodeName, d.cfg.Inventory, statuses)
+	res, err := resources.ForNode(d.cfg.NodeName, d.cfg.Inventory, statuses, d.cfg.Publish)
 	if err != nil {
 		return err
 	}

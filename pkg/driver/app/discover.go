@@ -30,7 +30,7 @@ func Discover(ctx context.Context, o Options, out io.Writer) error {
 	defer closeNVML()
 	mon := health.NewMonitor(lib, &inv, clock.RealClock{}, health.Options{})
 	mon.Refresh(ctx)
-	res, err := resources.ForNode(o.NodeName, &inv, mon.Statuses())
+	res, err := resources.ForNode(o.NodeName, &inv, mon.Statuses(), resources.Options{ConsumableMemory: o.ConsumableMemory})
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package app
 import (
 	"bytes"
 	"errors"
+	"flag"
 	"strings"
 	"testing"
 
@@ -75,6 +76,45 @@ func TestValidate(t *testing.T) {
 			}
 			if err == nil && o.CheckpointDir != o.PluginDataDir {
 				t.Errorf("checkpoint dir %q does not default to the plugin data dir", o.CheckpointDir)
+			}
+		})
+	}
+}
+
+// TestConsumableMemoryFlag: --consumable-memory is off by default and, when
+// set, the slice that discover prints lets several claims share each GPU by
+// its memory (the whole GPU when a claim asks for none).
+func TestConsumableMemoryFlag(t *testing.T) {
+	for _, args := range [][]string{nil, {"--consumable-memory"}} {
+		t.Run(strings.Join(append([]string{"flags"}, args...), " "), func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			o := DefaultOptions()
+			fs := flag.NewFlagSet("test", flag.ContinueOnError)
+			o.AddFlags(fs)
+			if err := fs.Parse(append([]string{"--node-name", "node-x", "--mock-profile", "h200:1"}, args...)); err != nil {
+				t.Fatal(err)
+			}
+			on := len(args) > 0
+			if o.ConsumableMemory != on {
+				t.Fatalf("ConsumableMemory = %v after %v", o.ConsumableMemory, args)
+			}
+			var out bytes.Buffer
+			if err := Discover(ctx, o, &out); err != nil {
+				t.Fatal(err)
+			}
+			_, body, _ := strings.Cut(out.String(), "\n")
+			var slice resourceapi.ResourceSlice
+			if err := yaml.UnmarshalStrict([]byte(body), &slice); err != nil {
+				t.Fatal(err)
+			}
+			d := slice.Spec.Devices[0]
+			mem := d.Capacity["memory"]
+			shared := d.AllowMultipleAllocations != nil && *d.AllowMultipleAllocations
+			if shared != on || (mem.RequestPolicy != nil) != on {
+				t.Errorf("allowMultipleAllocations %v, memory %+v; want sharing %v", d.AllowMultipleAllocations, mem, on)
+			}
+			if on && (mem.RequestPolicy.Default == nil || mem.RequestPolicy.Default.Cmp(mem.Value) != 0) {
+				t.Errorf("memory request policy %+v, want the whole GPU (%s) by default", mem.RequestPolicy, mem.Value.String())
 			}
 		})
 	}

@@ -32,6 +32,10 @@ type Options struct {
 	FaultPollEvery time.Duration
 	// ShutdownTimeout bounds Stop after SIGTERM; main exits 1 past it.
 	ShutdownTimeout time.Duration
+	// ConsumableMemory publishes GPUs for sharing by memory (see
+	// resources.Options). Off by default: only nodes that host time-sliced
+	// reservations need it.
+	ConsumableMemory bool
 }
 
 // DefaultOptions are the values the DaemonSet runs with.
@@ -66,6 +70,9 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "Kubeconfig file; in-cluster configuration when empty.")
 	fs.StringVar(&o.HTTPAddress, "http-address", o.HTTPAddress, "Address of /healthz, /readyz and /metrics; empty disables.")
 	fs.StringVar(&o.NvidiaSMI, "nvidia-smi", o.NvidiaSMI, "Path of nvidia-smi, used to set time slices (nvidia-smi on PATH when empty).")
+	fs.BoolVar(&o.ConsumableMemory, "consumable-memory", o.ConsumableMemory, "Publish every GPU as shareable (allowMultipleAllocations) with its memory as consumable capacity, "+
+		"the whole GPU by default: claims that ask for no memory keep a GPU to themselves, time-sliced claims asking capacity.requests.memory share one within its memory. "+
+		"For nodes that host time-sliced GPU reservations; off, each GPU goes to one claim.")
 	fs.DurationVar(&o.ProbeInterval, "health-probe-interval", o.ProbeInterval, "How often every GPU is probed; recovery is noticed at this pace.")
 	fs.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", o.ShutdownTimeout, "How long a graceful shutdown (SIGTERM) may take before the plugin gives up and exits 1.")
 	fs.DurationVar(&o.XIDHoldTime, "xid-hold-time", o.XIDHoldTime, "How long a GPU stays tainted after its last XID (negative: not at all).")

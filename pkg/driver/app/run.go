@@ -22,7 +22,9 @@ import (
 	"github.com/rota-dev/rota/pkg/driver/checkpoint"
 	"github.com/rota-dev/rota/pkg/driver/gpu"
 	"github.com/rota-dev/rota/pkg/driver/health"
+	"github.com/rota-dev/rota/pkg/driver/resources"
 	"github.com/rota-dev/rota/pkg/driver/state"
+	"github.com/rota-dev/rota/pkg/driver/timeslice"
 )
 
 // Plugin is a running kubelet plugin.
@@ -66,6 +68,10 @@ type Extra struct {
 	Hook func(state.Step) error
 	// Fatal receives errors that should end the process.
 	Fatal func(error)
+	// TimeSlicer replaces the time-slice setter (nvidia-smi, or a fresh
+	// recorder on mock NVML), so that a test sees every setting across
+	// plugin restarts.
+	TimeSlicer timeslice.Setter
 }
 
 // Start builds and starts the plugin. Stop ends it.
@@ -103,9 +109,13 @@ func Start(ctx context.Context, o Options, extra Extra) (*Plugin, error) {
 	if err != nil {
 		return nil, err
 	}
+	slicer := extra.TimeSlicer
+	if slicer == nil {
+		slicer = timeSlicer(&o)
+	}
 	p.State, err = state.New(ctx, state.Options{
 		NodeName: o.NodeName, Inventory: &inv, Store: store, CDI: cdiWriter,
-		TimeSlicer: timeSlicer(&o), BootID: bootID, Hook: extra.Hook,
+		TimeSlicer: slicer, BootID: bootID, Hook: extra.Hook,
 	})
 	if err != nil {
 		return nil, err
@@ -136,6 +146,7 @@ func Start(ctx context.Context, o Options, extra Extra) (*Plugin, error) {
 	p.Driver = driver.New(driver.Config{
 		NodeName: o.NodeName, Inventory: &inv, State: p.State, Monitor: p.Monitor,
 		Metrics: p.Metrics, Clock: clk, Fatal: fatal,
+		Publish: resources.Options{ConsumableMemory: o.ConsumableMemory},
 	})
 	for _, dir := range []string{o.PluginDataDir, o.RegistrarDir} {
 		if err := os.MkdirAll(dir, 0o750); err != nil {

@@ -48,6 +48,9 @@ type Device struct {
 	Device   string   `json:"device"`
 	UUID     string   `json:"uuid"`
 	Minor    int      `json:"minor"`
+	// ShareID identifies the claim's share of a GPU that several claims
+	// may be allocated (consumable memory); empty otherwise.
+	ShareID string `json:"shareID,omitempty"`
 	// Strategy and TimeSlice are the effective GpuConfig sharing settings.
 	Strategy  string `json:"strategy"`
 	TimeSlice string `json:"timeSlice,omitempty"`

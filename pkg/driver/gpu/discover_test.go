@@ -32,7 +32,7 @@ func TestDiscoverProfiles(t *testing.T) {
 	}
 	h100 := gpuSummary{"H100", "Hopper", "9.0.0", "NVIDIA H100 80GB HBM3", 80 << 30}
 	a100 := gpuSummary{"A100", "Ampere", "8.0.0", "NVIDIA A100-SXM4-80GB", 80 << 30}
-	h200 := gpuSummary{"H200", "Hopper", "9.0.0", "NVIDIA H200 141GB HBM3e", 141 << 30}
+	h200 := gpuSummary{"H200", "Hopper", "9.0.0", "NVIDIA H200 141GB HBM3e", 143771 << 20}
 	l4 := gpuSummary{"L4", "Ada", "8.9.0", "NVIDIA L4", 23034 << 20}
 	repeat := func(n int, s gpuSummary) []gpuSummary {
 		out := make([]gpuSummary, n)

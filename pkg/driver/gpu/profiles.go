@@ -31,10 +31,20 @@ var l40s = gpus.Config{
 	PciDeviceId:  0x26B910DE,
 }
 
+// h200 is go-nvml's H200 with the memory a real H200 141GB reports through
+// NVML, 143,771 MiB (go-nvml's mock says 141 GiB): reservation budgets
+// computed on a simulated node then match a real one (SPEC §3: 136,582 MiB at
+// a headroom of 0.95).
+var h200 = func() gpus.Config {
+	c := gpus.H200_SXM5_141GB
+	c.MemoryMB = 143771
+	return c
+}()
+
 // mockModels are the GPU kinds the custom profile form ("h100:4,a100:4") accepts.
 var mockModels = map[string]gpus.Config{
 	"h100":    gpus.H100_SXM5_80GB,
-	"h200":    gpus.H200_SXM5_141GB,
+	"h200":    h200,
 	"a100":    gpus.A100_SXM4_80GB,
 	"a100-40": gpus.A100_PCIE_40GB,
 	"a30":     gpus.A30_PCIE_24GB,

@@ -28,13 +28,29 @@ const (
 	maxStringValueLength     = 64
 )
 
+// Options choose how the GPUs are published.
+type Options struct {
+	// ConsumableMemory publishes every GPU with allowMultipleAllocations and
+	// its memory as consumable capacity whose request policy defaults to the
+	// whole GPU: a claim that asks for no memory still gets the GPU to
+	// itself, while time-sliced claims that ask capacity.requests.memory
+	// share it, the allocator keeping their sum within the GPU's memory.
+	// Off, each GPU goes to one claim at a time (and the scheduler keeps its
+	// fast path for devices that cannot be shared).
+	ConsumableMemory bool
+}
+
+// minMemoryRequestBytes is the smallest share of a GPU's memory a claim can
+// consume (1 MiB); smaller requests are rounded up to it.
+const minMemoryRequestBytes = 1 << 20
+
 // DeviceName is the stable per-node name of the GPU with NVML index i.
 func DeviceName(index int) string { return "gpu-" + strconv.Itoa(index) }
 
 // Device describes one GPU as a ResourceSlice device. Attributes that are
 // unknown (no NUMA affinity, a version NVML reported in a non-numeric form) are
 // omitted rather than guessed.
-func Device(inv *gpu.Inventory, g gpu.GPU, st health.Status) resourceapi.Device {
+func Device(inv *gpu.Inventory, g gpu.GPU, st health.Status, opts Options) resourceapi.Device {
 	attrs := map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{
 		"uuid":        str(g.UUID),
 		"productName": str(g.ProductName),
@@ -62,13 +78,19 @@ func Device(inv *gpu.Inventory, g gpu.GPU, st health.Status) resourceapi.Device 
 	if g.NUMANode != nil {
 		attrs[deviceattribute.StandardDeviceAttributeNUMANode] = resourceapi.DeviceAttribute{IntValue: ptr.To(int64(*g.NUMANode))}
 	}
+	memory := resourceapi.DeviceCapacity{Value: *resource.NewQuantity(int64(g.MemoryBytes), resource.BinarySI)}
 	d := resourceapi.Device{
 		Name:       DeviceName(g.Index),
 		Attributes: attrs,
-		Capacity: map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{
-			"memory": {Value: *resource.NewQuantity(int64(g.MemoryBytes), resource.BinarySI)},
-		},
 	}
+	if opts.ConsumableMemory {
+		d.AllowMultipleAllocations = ptr.To(true)
+		memory.RequestPolicy = &resourceapi.CapacityRequestPolicy{
+			Default:    ptr.To(memory.Value.DeepCopy()),
+			ValidRange: &resourceapi.CapacityRequestPolicyRange{Min: resource.NewQuantity(minMemoryRequestBytes, resource.BinarySI)},
+		}
+	}
+	d.Capacity = map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{"memory": memory}
 	if t := Taint(st); t != nil {
 		d.Taints = []resourceapi.DeviceTaint{*t}
 	}
@@ -97,10 +119,10 @@ func str(s string) resourceapi.DeviceAttribute {
 // ForNode is everything the driver publishes for its node: one pool named after
 // the node with one slice that lists every GPU in index order, tainted by
 // health. statuses is keyed by NVML index; a missing entry means healthy.
-func ForNode(nodeName string, inv *gpu.Inventory, statuses map[int]health.Status) (resourceslice.DriverResources, error) {
+func ForNode(nodeName string, inv *gpu.Inventory, statuses map[int]health.Status, opts Options) (resourceslice.DriverResources, error) {
 	devices := make([]resourceapi.Device, 0, len(inv.GPUs))
 	for _, g := range inv.GPUs {
-		d := Device(inv, g, statuses[g.Index])
+		d := Device(inv, g, statuses[g.Index], opts)
 		if err := checkLimits(d); err != nil {
 			return resourceslice.DriverResources{}, err
 		}

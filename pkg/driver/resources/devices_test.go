@@ -45,12 +45,52 @@ func TestDevice(t *testing.T) {
 			"resource.kubernetes.io/numaNode": i(1),
 		},
 		Capacity: map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{
-			"memory": {Value: resource.MustParse("141Gi")},
+			"memory": {Value: resource.MustParse("143771Mi")},
 		},
 	}
-	got := Device(&inv, inv.GPUs[5], health.Status{State: health.Healthy})
+	got := Device(&inv, inv.GPUs[5], health.Status{State: health.Healthy}, Options{})
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Device (-want +got):\n%s", diff)
+	}
+}
+
+// TestConsumableMemory: with the option every GPU may be allocated to
+// several claims, and its memory is consumable capacity whose default
+// request is the whole GPU, so a claim that asks for no memory consumes all
+// of it; without the option nothing of that is published.
+func TestConsumableMemory(t *testing.T) {
+	inv := inventory(t, "hgx-h200")
+	whole := resource.MustParse("143771Mi")
+	tests := map[string]struct {
+		opts      Options
+		wantShare *bool
+		want      resourceapi.DeviceCapacity
+	}{
+		"off (default)": {want: resourceapi.DeviceCapacity{Value: whole}},
+		"on": {
+			opts:      Options{ConsumableMemory: true},
+			wantShare: ptr.To(true),
+			want: resourceapi.DeviceCapacity{Value: whole, RequestPolicy: &resourceapi.CapacityRequestPolicy{
+				Default:    ptr.To(whole),
+				ValidRange: &resourceapi.CapacityRequestPolicyRange{Min: ptr.To(resource.MustParse("1Mi"))},
+			}},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			res, err := ForNode("node-a", &inv, nil, tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range res.Pools["node-a"].Slices[0].Devices {
+				if diff := cmp.Diff(tc.wantShare, d.AllowMultipleAllocations); diff != "" {
+					t.Errorf("%s: allowMultipleAllocations (-want +got):\n%s", d.Name, diff)
+				}
+				if diff := cmp.Diff(tc.want, d.Capacity["memory"]); diff != "" {
+					t.Errorf("%s: memory capacity (-want +got):\n%s", d.Name, diff)
+				}
+			}
+		})
 	}
 }
 
@@ -67,7 +107,7 @@ func TestTaints(t *testing.T) {
 	inv := inventory(t, "l4x2")
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			got := Device(&inv, inv.GPUs[0], tc.status).Taints
+			got := Device(&inv, inv.GPUs[0], tc.status, Options{}).Taints
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("taints (-want +got):\n%s", diff)
 			}
@@ -77,7 +117,7 @@ func TestTaints(t *testing.T) {
 
 func TestForNode(t *testing.T) {
 	inv := inventory(t, "h100:4,a100:4")
-	res, err := ForNode("node-a", &inv, map[int]health.Status{6: {State: health.Unhealthy, Reason: "gpu-lost"}})
+	res, err := ForNode("node-a", &inv, map[int]health.Status{6: {State: health.Unhealthy, Reason: "gpu-lost"}}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +148,7 @@ func TestLongStringsAreCut(t *testing.T) {
 	inv := inventory(t, "l4x2")
 	g := inv.GPUs[0]
 	g.ProductName = strings.Repeat("x", 100)
-	d := Device(&inv, g, health.Status{})
+	d := Device(&inv, g, health.Status{}, Options{})
 	if n := len(*d.Attributes["productName"].StringValue); n != 64 {
 		t.Errorf("productName length %d, want 64", n)
 	}

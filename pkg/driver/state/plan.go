@@ -38,11 +38,10 @@ func planClaim(nodeName string, inv *gpu.Inventory, claim *resourceapi.ResourceC
 			return nil, fmt.Errorf("status.allocation.devices.results[%d]: device %q does not exist on node %s", i, r.Device, nodeName)
 		}
 		cfg := configFor(configs, r.Request)
-		if cfg.MemoryMiB != nil && uint64(*cfg.MemoryMiB)<<20 > g.MemoryBytes {
-			return nil, fmt.Errorf("GpuConfig for request %q: memoryMiB %d exceeds the %d MiB of %s (%s)",
-				r.Request, *cfg.MemoryMiB, g.MemoryBytes>>20, r.Device, g.ProductName)
+		if err := checkMemory(cfg, r, g); err != nil {
+			return nil, err
 		}
-		devices = append(devices, checkpoint.Device{
+		d := checkpoint.Device{
 			Requests:  []string{r.Request},
 			Pool:      r.Pool,
 			Device:    r.Device,
@@ -51,9 +50,60 @@ func planClaim(nodeName string, inv *gpu.Inventory, claim *resourceapi.ResourceC
 			Strategy:  string(cfg.Sharing.Strategy),
 			TimeSlice: string(cfg.EffectiveTimeSlice()),
 			MemoryMiB: cfg.MemoryMiB,
-		})
+		}
+		if r.ShareID != nil {
+			d.ShareID = string(*r.ShareID)
+		}
+		devices = append(devices, d)
+	}
+	if err := conflictWithin(devices); err != nil {
+		return nil, err
 	}
 	return devices, nil
+}
+
+// checkMemory refuses a memoryMiB the GPU cannot give the claim: more than
+// the GPU has, or, on a GPU published with consumable memory, more than the
+// allocation consumed (the allocator kept only the consumed amounts of the
+// claims sharing the GPU within its memory, so a larger memoryMiB would
+// overcommit it behind the allocator's back).
+func checkMemory(cfg *config.GpuConfig, r resourceapi.DeviceRequestAllocationResult, g gpu.GPU) error {
+	if cfg.MemoryMiB == nil {
+		return nil
+	}
+	want := *cfg.MemoryMiB
+	if uint64(want)<<20 > g.MemoryBytes {
+		return fmt.Errorf("GpuConfig for request %q: memoryMiB %d exceeds the %d MiB of %s (%s)",
+			r.Request, want, g.MemoryBytes>>20, r.Device, g.ProductName)
+	}
+	if consumed, ok := r.ConsumedCapacity["memory"]; ok && want<<20 > consumed.Value() {
+		return fmt.Errorf("GpuConfig for request %q: memoryMiB %d is more than the %d MiB of %s the allocation consumed; "+
+			"ask for it with capacity.requests.memory: %dMi in the request", r.Request, want, consumed.Value()>>20, r.Device, want)
+	}
+	return nil
+}
+
+// conflictWithin applies the sharing rules of conflict to the devices of one
+// claim: a GPU published with consumable memory can be allocated to two
+// requests of the same claim, which is only fine when both time-slice it
+// with the same interval.
+func conflictWithin(devices []checkpoint.Device) error {
+	for i, a := range devices {
+		for _, b := range devices[i+1:] {
+			if a.UUID != b.UUID {
+				continue
+			}
+			if a.Strategy == string(config.Exclusive) || b.Strategy == string(config.Exclusive) {
+				return fmt.Errorf("GPU %s (%s) is allocated to requests %q and %q of this claim, and an exclusive request needs it alone",
+					a.Device, a.UUID, a.Requests[0], b.Requests[0])
+			}
+			if a.TimeSlice != b.TimeSlice {
+				return fmt.Errorf("GPU %s (%s) is allocated to requests %q (time slice %s) and %q (time slice %s) of this claim; one GPU runs with one interval",
+					a.Device, a.UUID, a.Requests[0], a.TimeSlice, b.Requests[0], b.TimeSlice)
+			}
+		}
+	}
+	return nil
 }
 
 func gpuByDeviceName(inv *gpu.Inventory, name string) (gpu.GPU, bool) {

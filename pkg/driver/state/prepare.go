@@ -6,8 +6,10 @@ import (
 	"fmt"
 
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/dynamic-resource-allocation/kubeletplugin"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 
 	"github.com/rota-dev/rota/pkg/driver/cdi"
 	"github.com/rota-dev/rota/pkg/driver/checkpoint"
@@ -127,12 +129,16 @@ func (s *State) rollback(ctx context.Context, uid string) {
 func resultDevices(uid string, devs []checkpoint.Device) []kubeletplugin.Device {
 	out := make([]kubeletplugin.Device, 0, len(devs))
 	for _, d := range devs {
-		out = append(out, kubeletplugin.Device{
+		kd := kubeletplugin.Device{
 			Requests:     d.Requests,
 			PoolName:     d.Pool,
 			DeviceName:   d.Device,
 			CDIDeviceIDs: []string{cdi.DeviceID(uid, d.Device)},
-		})
+		}
+		if d.ShareID != "" {
+			kd.ShareID = ptr.To(types.UID(d.ShareID))
+		}
+		out = append(out, kd)
 	}
 	return out
 }

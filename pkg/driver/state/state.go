@@ -147,9 +147,16 @@ func New(ctx context.Context, opts Options) (*State, error) {
 	return s, nil
 }
 
+// cdiDevices are the claim's GPUs for its CDI spec, each once: two requests
+// of a claim may share one GPU, which is still one CDI device.
 func cdiDevices(devs []checkpoint.Device) []cdi.Device {
 	out := make([]cdi.Device, 0, len(devs))
+	seen := make(map[string]bool, len(devs))
 	for _, d := range devs {
+		if seen[d.Device] {
+			continue
+		}
+		seen[d.Device] = true
 		out = append(out, cdi.Device{Name: d.Device, UUID: d.UUID, Minor: d.Minor})
 	}
 	return out
