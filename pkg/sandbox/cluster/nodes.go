@@ -78,6 +78,7 @@ func (c *Cluster) startNode(ctx context.Context, spec NodeSpec) (_ *Node, err er
 	opts := app.DefaultOptions()
 	opts.NodeName = spec.Name
 	opts.MockProfile = spec.Profile
+	opts.ConsumableMemory = spec.ConsumableMemory
 	opts.CDIRoot = filepath.Join(dir, "cdi")
 	opts.PluginDataDir = filepath.Join(dir, "p")
 	opts.RegistrarDir = filepath.Join(dir, "r")

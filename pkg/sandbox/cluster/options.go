@@ -16,6 +16,9 @@ type NodeSpec struct {
 	// Profile is a mock NVML profile (pkg/driver/gpu): dgx-h100, dgx-a100,
 	// hgx-h200, dgx-b200, l4x2, or a list such as h100:4,a100:4.
 	Profile string `json:"profile"`
+	// ConsumableMemory publishes the node's GPUs for sharing by memory
+	// (the driver's --consumable-memory).
+	ConsumableMemory bool `json:"consumableMemory,omitempty"`
 }
 
 // KubeletTiming are the simulated kubelets' delays.

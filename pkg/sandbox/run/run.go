@@ -53,7 +53,7 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 	clk := vclock.New(sc.Start)
 	nodes := make([]cluster.NodeSpec, 0, len(sc.Nodes))
 	for _, n := range sc.Nodes {
-		nodes = append(nodes, cluster.NodeSpec{Name: n.Name, Profile: n.Profile})
+		nodes = append(nodes, cluster.NodeSpec{Name: n.Name, Profile: n.Profile, ConsumableMemory: n.ConsumableMemory})
 	}
 	opts := cluster.Options{RepoRoot: o.RepoRoot, Dir: o.Dir, Nodes: nodes, Clock: clk, Kubelet: cluster.KubeletTiming{
 		StartDelay: offsetOr(sc.Kubelet.StartDelay, 5*time.Second), ReadyDelay: offsetOr(sc.Kubelet.ReadyDelay, 10*time.Second),

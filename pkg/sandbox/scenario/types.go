@@ -47,6 +47,11 @@ type KubeletTiming struct {
 type Node struct {
 	Name    string `json:"name"`
 	Profile string `json:"profile"`
+	// ConsumableMemory runs the node's driver with --consumable-memory:
+	// each GPU may be shared by time-sliced claims that ask for part of its
+	// memory (a GPUReservation in TimeSliced mode needs it). Default false:
+	// one claim per GPU.
+	ConsumableMemory bool `json:"consumableMemory,omitempty"`
 }
 
 // Event is one thing that happens at At; exactly one of the action fields
