@@ -74,15 +74,14 @@ func (p *Previewer) Check(ctx context.Context, in Inputs, d Demand) (Result, err
 	if d.Pods <= 0 || len(d.PodClaims) == 0 {
 		return Result{Fits: true, Message: "no devices needed"}, nil
 	}
-	allocated := sets.New[structured.DeviceID]()
+	taken := newTaken()
 	for _, c := range in.Claims {
 		if c.Status.Allocation == nil {
 			continue
 		}
-		for _, r := range c.Status.Allocation.Devices.Results {
-			allocated.Insert(structured.MakeDeviceID(r.Driver, r.Pool, r.Device))
-		}
+		taken.add(c.Status.Allocation.Devices.Results)
 	}
+	allocated := taken.dedicated
 	nodes := schedulableNodes(in.Nodes)
 	nodeSlices, shared := slicesByNode(in.Slices)
 	classes := classLister(in.Classes)
@@ -96,9 +95,9 @@ func (p *Previewer) Check(ctx context.Context, in Inputs, d Demand) (Result, err
 				continue
 			}
 			state := structured.AllocatedState{
-				AllocatedDevices:         allocated,
-				AllocatedSharedDeviceIDs: sets.New[structured.SharedDeviceID](),
-				AggregatedCapacity:       structured.NewConsumedCapacityCollection(),
+				AllocatedDevices:         taken.dedicated,
+				AllocatedSharedDeviceIDs: taken.shares,
+				AggregatedCapacity:       taken.capacity.Clone(),
 			}
 			alloc, err := structured.NewAllocator(ctx, p.features, state, classes, slices, p.celCache)
 			if err != nil {
@@ -112,9 +111,7 @@ func (p *Previewer) Check(ctx context.Context, in Inputs, d Demand) (Result, err
 				continue
 			}
 			for _, r := range results {
-				for _, dev := range r.Devices.Results {
-					allocated.Insert(structured.MakeDeviceID(dev.Driver, dev.Pool, dev.Device))
-				}
+				taken.add(r.Devices.Results)
 			}
 			res.Nodes = append(res.Nodes, node.Name)
 			placed = true
@@ -129,6 +126,38 @@ func (p *Previewer) Check(ctx context.Context, in Inputs, d Demand) (Result, err
 	res.Fits = true
 	res.Message = fmt.Sprintf("%d pods fit on %s", d.Pods, strings.Join(res.Nodes, ", "))
 	return res, nil
+}
+
+// taken is what allocations hold, split as the scheduler splits it: a
+// device allocated without a share ID is the claim's alone; a share of a
+// device that allows multiple allocations (consumable capacity) leaves the
+// device to other claims within its remaining capacity.
+type taken struct {
+	dedicated sets.Set[structured.DeviceID]
+	shares    sets.Set[structured.SharedDeviceID]
+	capacity  structured.ConsumedCapacityCollection
+}
+
+func newTaken() *taken {
+	return &taken{
+		dedicated: sets.New[structured.DeviceID](),
+		shares:    sets.New[structured.SharedDeviceID](),
+		capacity:  structured.NewConsumedCapacityCollection(),
+	}
+}
+
+func (t *taken) add(results []resourceapi.DeviceRequestAllocationResult) {
+	for _, r := range results {
+		id := structured.MakeDeviceID(r.Driver, r.Pool, r.Device)
+		if r.ShareID == nil {
+			t.dedicated.Insert(id)
+			continue
+		}
+		t.shares.Insert(structured.MakeSharedDeviceID(id, r.ShareID))
+		if r.ConsumedCapacity != nil {
+			t.capacity.Insert(structured.NewDeviceConsumedCapacity(id, r.ConsumedCapacity))
+		}
+	}
 }
 
 func schedulableNodes(nodes []*v1.Node) []*v1.Node {

@@ -8,7 +8,9 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 )
 
@@ -70,6 +72,49 @@ func TestCheck(t *testing.T) {
 			}
 			if res.Fits != tc.fits || (tc.fits && strings.Join(res.Nodes, ",") != tc.nodes) || !strings.Contains(res.Message, tc.inMessage) {
 				t.Errorf("got fits=%v nodes=%v %q; want fits=%v nodes=%s containing %q", res.Fits, res.Nodes, res.Message, tc.fits, tc.nodes, tc.inMessage)
+			}
+		})
+	}
+}
+
+// TestCheckConsumableCapacity: a GPU that allows multiple allocations and
+// already holds a share still takes new shares within its remaining memory,
+// as the scheduler's allocator decides.
+func TestCheckConsumableCapacity(t *testing.T) {
+	mem := func(gi int64) resource.Quantity { return *resource.NewQuantity(gi<<30, resource.BinarySI) }
+	shareable := slice("n1", 1)
+	shareable.Spec.Devices[0].AllowMultipleAllocations = ptr.To(true)
+	shareable.Spec.Devices[0].Capacity = map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{"memory": {
+		Value: mem(100), RequestPolicy: &resourceapi.CapacityRequestPolicy{Default: ptr.To(mem(100))},
+	}}
+	held := allocated("n1", 0)
+	held.Status.Allocation.Devices.Results[0].ShareID = ptr.To(types.UID("share-1"))
+	held.Status.Allocation.Devices.Results[0].ConsumedCapacity = map[resourceapi.QualifiedName]resource.Quantity{"memory": mem(60)}
+	asking := func(gi int64) resourceapi.ResourceClaimSpec {
+		spec := gpus(1)
+		spec.Devices.Requests[0].Exactly.Capacity = &resourceapi.CapacityRequirements{
+			Requests: map[resourceapi.QualifiedName]resource.Quantity{"memory": mem(gi)},
+		}
+		return spec
+	}
+	for name, tc := range map[string]struct {
+		demand Demand
+		fits   bool
+	}{
+		"a share that fits beside the held one":    {demand: Demand{PodClaims: []resourceapi.ResourceClaimSpec{asking(30)}, Pods: 1}, fits: true},
+		"a share larger than what is left":         {demand: Demand{PodClaims: []resourceapi.ResourceClaimSpec{asking(50)}, Pods: 1}},
+		"two shares that fit only one at a time":   {demand: Demand{PodClaims: []resourceapi.ResourceClaimSpec{asking(30)}, Pods: 2}},
+		"no memory asked: the whole GPU (default)": {demand: Demand{PodClaims: []resourceapi.ResourceClaimSpec{gpus(1)}, Pods: 1}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			in := inputs(held)
+			in.Nodes, in.Slices = in.Nodes[:1], []*resourceapi.ResourceSlice{shareable}
+			res, err := New().Check(context.Background(), in, tc.demand)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Fits != tc.fits {
+				t.Errorf("fits = %v (%s), want %v", res.Fits, res.Message, tc.fits)
 			}
 		})
 	}
