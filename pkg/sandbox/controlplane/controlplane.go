@@ -63,7 +63,7 @@ func StartWith(t ktesting.TB, dir string) (*ControlPlane, error) {
 	return startWith(t, dir, false)
 }
 
-func startWith(t ktesting.TB, dir string, quietEtcd bool) (*ControlPlane, error) {
+func startWith(t ktesting.TB, dir string, quietEtcd bool, apiserverFlags ...string) (*ControlPlane, error) {
 	if err := prepareCertFixtures(dir); err != nil {
 		return nil, err
 	}
@@ -76,17 +76,17 @@ func startWith(t ktesting.TB, dir string, quietEtcd bool) (*ControlPlane, error)
 
 	storage := storagebackend.NewDefaultConfig("/registry", nil)
 	storage.Transport.ServerList = []string{etcdURL}
-	flags := []string{
+	flags := append([]string{
 		// No controller-manager runs here: nothing would create the default
 		// ServiceAccount or remove the not-ready taint from new nodes.
 		"--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
 		// As on most clusters: the DRA driver's DaemonSet is privileged.
 		"--allow-privileged=true",
-	}
+	}, apiserverFlags...)
 	server, err := apiservertesting.StartTestServer(t, apiservertesting.NewDefaultTestServerOptions(), flags, storage)
 	if err != nil {
 		cp.Stop()
-		return nil, fmt.Errorf("start kube-apiserver: %w", err)
+		return nil, fmt.Errorf("start kube-apiserver with extra flags %v: %w", apiserverFlags, err)
 	}
 	cp.stop = append(cp.stop, server.TearDownFn)
 
