@@ -44,9 +44,9 @@ func CountTier(ctx context.Context, pool *Pool, m *Matcher, r Request, i int, pr
 			}
 			tc.Matching[node]++
 			switch {
-			case d.Free() && BlockingTaint(d.Device, t.Tolerations) != nil:
+			case d.FreeFor(t) && BlockingTaint(d.Device, t.Tolerations) != nil:
 				tc.Tainted[node]++
-			case d.Free():
+			case d.FreeFor(t):
 				tc.Free[node]++
 			default:
 				classifyHeld(&tc, node, d, priority, holders)

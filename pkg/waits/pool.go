@@ -9,6 +9,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -28,6 +29,8 @@ type Device struct {
 	Holders []types.NamespacedName
 	// HolderClaim is the claim the device is allocated to, if any.
 	HolderClaim types.NamespacedName
+	// Consumed is what claims consume of a shared device's capacities.
+	Consumed structured.ConsumedCapacity
 }
 
 // Model is the device's model attribute ("H100"), or "" if it has none.
@@ -45,7 +48,8 @@ type Pool struct {
 	ByID   map[structured.DeviceID]*Device
 }
 
-// Snapshot reads the pool from the scheduler's shared DRA manager.
+// Snapshot reads the pool from the scheduler's shared DRA manager,
+// including what in-flight allocations consume of shared devices.
 func Snapshot(ctx context.Context, dra fwk.SharedDRAManager) (*Pool, error) {
 	var state *structured.AllocatedState
 	// The claim tracker reports concurrent modification as an error; try
@@ -69,7 +73,9 @@ func Snapshot(ctx context.Context, dra fwk.SharedDRAManager) (*Pool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list ResourceClaims: %w", err)
 	}
-	return NewPool(slices, claims, state.AllocatedDevices), nil
+	p := NewPool(slices, claims, state.AllocatedDevices)
+	p.setConsumed(state.AggregatedCapacity)
+	return p, nil
 }
 
 // NewPool builds a pool from slices, claims (for holders) and the set of
@@ -110,16 +116,18 @@ func NewPool(slices []*resourceapi.ResourceSlice, claims []*resourceapi.Resource
 				dev.Allocated = true
 				dev.Holders = holders
 				dev.HolderClaim = types.NamespacedName{Namespace: c.Namespace, Name: c.Name}
+				if dev.Shared() && len(r.ConsumedCapacity) > 0 {
+					if dev.Consumed == nil {
+						dev.Consumed = structured.ConsumedCapacity{}
+					}
+					for name, q := range r.ConsumedCapacity {
+						dev.Consumed.Add(structured.ConsumedCapacity{name: &q})
+					}
+				}
 			}
 		}
 	}
 	return p
-}
-
-// Free reports whether a new claim can be given the device: not allocated,
-// or shareable (consumable capacity is left to the allocator).
-func (d *Device) Free() bool {
-	return !d.Allocated || (d.Device.AllowMultipleAllocations != nil && *d.Device.AllowMultipleAllocations)
 }
 
 // BlockingTaint returns the first NoSchedule/NoExecute taint of d that the
@@ -163,6 +171,9 @@ type Tier struct {
 	Count       int64
 	All         bool
 	Tolerations []resourceapi.DeviceToleration
+	// Capacity is what the tier requests of each capacity of a shared
+	// device (capacity.requests).
+	Capacity map[resourceapi.QualifiedName]resource.Quantity
 }
 
 // Request is one request of one of the pod's unallocated claims.
@@ -205,11 +216,11 @@ func ClaimRequests(claim *resourceapi.ResourceClaim) []Request {
 		r := Request{Claim: claim, Name: req.Name}
 		switch {
 		case req.Exactly != nil:
-			r.Tiers = []Tier{tierOf(req.Name, req.Exactly.DeviceClassName, req.Exactly.Selectors, req.Exactly.AllocationMode, req.Exactly.Count, req.Exactly.Tolerations)}
+			r.Tiers = []Tier{tierOf(req.Name, req.Exactly.DeviceClassName, req.Exactly.Selectors, req.Exactly.AllocationMode, req.Exactly.Count, req.Exactly.Tolerations, req.Exactly.Capacity)}
 		case len(req.FirstAvailable) > 0:
 			r.Tiered = true
 			for _, sub := range req.FirstAvailable {
-				r.Tiers = append(r.Tiers, tierOf(sub.Name, sub.DeviceClassName, sub.Selectors, sub.AllocationMode, sub.Count, sub.Tolerations))
+				r.Tiers = append(r.Tiers, tierOf(sub.Name, sub.DeviceClassName, sub.Selectors, sub.AllocationMode, sub.Count, sub.Tolerations, sub.Capacity))
 			}
 		default:
 			continue
@@ -219,8 +230,11 @@ func ClaimRequests(claim *resourceapi.ResourceClaim) []Request {
 	return out
 }
 
-func tierOf(name, class string, sels []resourceapi.DeviceSelector, mode resourceapi.DeviceAllocationMode, count int64, tol []resourceapi.DeviceToleration) Tier {
+func tierOf(name, class string, sels []resourceapi.DeviceSelector, mode resourceapi.DeviceAllocationMode, count int64, tol []resourceapi.DeviceToleration, capacity *resourceapi.CapacityRequirements) Tier {
 	t := Tier{Name: name, Class: class, Count: count, All: mode == resourceapi.DeviceAllocationModeAll, Tolerations: tol}
+	if capacity != nil {
+		t.Capacity = capacity.Requests
+	}
 	if t.Count == 0 {
 		t.Count = 1
 	}

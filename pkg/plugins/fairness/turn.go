@@ -200,7 +200,7 @@ func (t *turnChecker) fitsOn(ctx context.Context, pool *waits.Pool, node string,
 			}
 			free := int64(0)
 			for _, d := range pool.ByNode[node] {
-				if d.Free() && waits.BlockingTaint(d.Device, tier.Tolerations) == nil && m.Matches(ctx, d) {
+				if d.FreeFor(tier) && waits.BlockingTaint(d.Device, tier.Tolerations) == nil && m.Matches(ctx, d) {
 					free++
 				}
 			}

@@ -188,7 +188,7 @@ func (pl *Gang) poolFits(ctx context.Context, key types.NamespacedName) (need, f
 				}
 				for _, node := range pool.Nodes {
 					for _, d := range pool.ByNode[node] {
-						if d.Free() && waits.BlockingTaint(d.Device, t.Tolerations) == nil && m.Matches(ctx, d) {
+						if d.FreeFor(t) && waits.BlockingTaint(d.Device, t.Tolerations) == nil && m.Matches(ctx, d) {
 							usable.Insert(d)
 						}
 					}

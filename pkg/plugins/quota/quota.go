@@ -302,7 +302,7 @@ func (s *preFilterState) wouldGrant(ctx context.Context, node, attr string) (map
 			}
 			var pick []*waits.Device
 			for _, d := range s.pool.ByNode[node] {
-				if taken.Has(d.ID) || !d.Free() || waits.BlockingTaint(d.Device, t.Tolerations) != nil || !m.Matches(ctx, d) {
+				if taken.Has(d.ID) || !d.FreeFor(t) || waits.BlockingTaint(d.Device, t.Tolerations) != nil || !m.Matches(ctx, d) {
 					continue
 				}
 				pick = append(pick, d)
