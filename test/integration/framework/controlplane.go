@@ -33,21 +33,7 @@ type ControlPlane struct {
 // rota-sandbox.
 func StartControlPlane(tb testing.TB) *ControlPlane {
 	tb.Helper()
-	inner, err := controlplane.StartWith(tb, tb.TempDir())
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(inner.Stop)
-	cp := &ControlPlane{
-		Config:     inner.Config,
-		Client:     inner.Client,
-		Dynamic:    inner.Dynamic,
-		Extensions: inner.Extensions,
-		Kubeconfig: inner.Kubeconfig,
-		cp:         inner,
-	}
-	cp.InstallCRDs(tb)
-	return cp
+	return StartControlPlaneWith(tb, ControlPlaneOptions{})
 }
 
 // RepoRoot is the directory holding go.mod, found from the test's working
