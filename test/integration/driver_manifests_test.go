@@ -1,18 +1,10 @@
 package integration
 
 import (
-	"bytes"
-	"context"
-	"errors"
-	"io"
-	"os"
 	"path/filepath"
 	"testing"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/client-go/restmapper"
 	"sigs.k8s.io/yaml"
 
 	"github.com/rota-dev/rota/pkg/driver/config"
@@ -23,56 +15,26 @@ import (
 // real API server (namespace first) and decodes every GpuConfig they carry
 // with the driver's own strict decoder.
 func TestDriverManifestsAreAccepted(t *testing.T) {
-	ctx := context.Background()
 	cp := framework.StartControlPlane(t)
 	cp.Create(t, framework.Namespace("ml"))
-	groups, err := restmapper.GetAPIGroupResources(cp.Client.Discovery())
-	if err != nil {
-		t.Fatal(err)
-	}
-	mapper := restmapper.NewDiscoveryRESTMapper(groups)
-	dir := filepath.Join(framework.RepoRoot(t), "manifests", "driver")
-	files := []string{"namespace.yaml", "rbac.yaml", "deviceclass.yaml", "daemonset.yaml", "claimtemplates-example.yaml"}
 	configs := 0
-	for _, file := range files {
-		data, err := os.ReadFile(filepath.Join(dir, file))
+	files := []string{"namespace.yaml", "rbac.yaml", "deviceclass.yaml", "daemonset.yaml", "claimtemplates-example.yaml"}
+	for i, f := range files {
+		files[i] = filepath.Join("manifests", "driver", f)
+	}
+	for _, m := range framework.Manifests(t, files...) {
+		obj := m.Object
+		if obj.GetKind() == "DaemonSet" {
+			// The test API server runs without --allow-privileged; the
+			// real cluster needs it for nvidia-smi compute-policy.
+			withoutPrivileged(t, obj)
+		}
+		created, err := cp.CreateManifest(t, obj)
 		if err != nil {
-			t.Fatal(err)
+			t.Errorf("%s: creating %s %s: %v", m.File, obj.GetKind(), obj.GetName(), err)
+			continue
 		}
-		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-		for {
-			var obj unstructured.Unstructured
-			if err := dec.Decode(&obj.Object); errors.Is(err, io.EOF) {
-				break
-			} else if err != nil {
-				t.Fatalf("%s: %v", file, err)
-			}
-			if len(obj.Object) == 0 {
-				continue
-			}
-			gvk := obj.GroupVersionKind()
-			if gvk.Kind == "DaemonSet" {
-				// The test API server runs without --allow-privileged; the
-				// real cluster needs it for nvidia-smi compute-policy.
-				withoutPrivileged(t, &obj)
-			}
-			m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-			if err != nil {
-				t.Fatalf("%s: %s: %v", file, gvk, err)
-			}
-			ri := cp.Dynamic.Resource(m.Resource)
-			var created *unstructured.Unstructured
-			if obj.GetNamespace() != "" {
-				created, err = ri.Namespace(obj.GetNamespace()).Create(ctx, &obj, metav1.CreateOptions{FieldValidation: "Strict"})
-			} else {
-				created, err = ri.Create(ctx, &obj, metav1.CreateOptions{FieldValidation: "Strict"})
-			}
-			if err != nil {
-				t.Errorf("%s: creating %s %s: %v", file, gvk.Kind, obj.GetName(), err)
-				continue
-			}
-			configs += decodeGpuConfigs(t, file+" "+created.GetName(), created.Object)
-		}
+		configs += decodeGpuConfigs(t, m.File+" "+created.GetName(), created.Object)
 	}
 	if configs != 2 {
 		t.Errorf("found %d GpuConfigs in the manifests, want 2 (time-sliced class, H200 share template)", configs)

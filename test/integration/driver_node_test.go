@@ -23,6 +23,7 @@ import (
 	"github.com/rota-dev/rota/pkg/driver/app"
 	"github.com/rota-dev/rota/pkg/driver/checkpoint"
 	"github.com/rota-dev/rota/pkg/driver/state"
+	"github.com/rota-dev/rota/pkg/driver/timeslice"
 	"github.com/rota-dev/rota/test/integration/framework"
 )
 
@@ -36,6 +37,8 @@ type gpuNode struct {
 	opts   app.Options
 	plugin *app.Plugin
 	hook   func(state.Step) error
+	// slicer replaces the plugin's time-slice setter when set.
+	slicer timeslice.Setter
 	// external: the plugin runs elsewhere (a binary); only connect to it.
 	external bool
 	dra      drapb.DRAPluginClient
@@ -87,7 +90,7 @@ func (n *gpuNode) start() {
 	n.t.Helper()
 	logger := ktesting.NewLogger(n.t, ktesting.NewConfig(ktesting.Verbosity(2)))
 	ctx := klog.NewContext(context.Background(), logger)
-	p, err := app.Start(ctx, n.opts, app.Extra{KubeClient: n.cp.Client, Hook: n.hook,
+	p, err := app.Start(ctx, n.opts, app.Extra{KubeClient: n.cp.Client, Hook: n.hook, TimeSlicer: n.slicer,
 		Fatal: func(err error) { n.t.Errorf("plugin fatal error: %v", err) }})
 	if err != nil {
 		n.t.Fatalf("starting plugin: %v", err)

@@ -1,13 +1,8 @@
 package schedule
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -16,11 +11,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
 	"github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
@@ -37,37 +29,9 @@ const (
 // applyManifestFile creates every object of a shipped YAML file.
 func applyManifestFile(t *testing.T, cp *framework.ControlPlane, rel string) {
 	t.Helper()
-	groups, err := restmapper.GetAPIGroupResources(cp.Client.Discovery())
-	if err != nil {
-		t.Fatal(err)
-	}
-	mapper := restmapper.NewDiscoveryRESTMapper(groups)
-	data, err := os.ReadFile(filepath.Join(framework.RepoRoot(t), rel))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	for {
-		var obj unstructured.Unstructured
-		if err := dec.Decode(&obj.Object); errors.Is(err, io.EOF) {
-			return
-		} else if err != nil {
-			t.Fatalf("%s: %v", rel, err)
-		}
-		if len(obj.Object) == 0 {
-			continue
-		}
-		gvk := obj.GroupVersionKind()
-		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-		if err != nil {
-			t.Fatalf("%s: %s: %v", rel, gvk, err)
-		}
-		var ri dynamic.ResourceInterface = cp.Dynamic.Resource(m.Resource)
-		if obj.GetNamespace() != "" {
-			ri = cp.Dynamic.Resource(m.Resource).Namespace(obj.GetNamespace())
-		}
-		if _, err := ri.Create(context.Background(), &obj, metav1.CreateOptions{}); err != nil {
-			t.Fatalf("%s: create %s %s: %v", rel, gvk.Kind, obj.GetName(), err)
+	for _, m := range framework.Manifests(t, rel) {
+		if _, err := cp.CreateManifest(t, m.Object); err != nil {
+			t.Fatalf("%s: create %s %s: %v", rel, m.Object.GetKind(), m.Object.GetName(), err)
 		}
 	}
 }
@@ -110,6 +74,10 @@ func TestLeastPrivilegeRBAC(t *testing.T) {
 	cp := framework.StartControlPlaneWith(t, framework.ControlPlaneOptions{APIServerFlags: []string{"--authorization-mode=RBAC"}})
 	e, obs := nightWorkloads(t, at(19, 7, 0), nightOptions{cp: cp})
 	applyManifestFile(t, cp, "manifests/schedule-controller/rbac.yaml")
+	// The authorizer learns of new roles and bindings through its informers.
+	framework.WaitFor(t, "the shipped RBAC to take effect", func(context.Context) (bool, string, error) {
+		return allowedFor(t, cp, access{"get", "", "configmaps", gateNS, controller.DefaultGateName}), "not yet allowed", nil
+	})
 	sa := cp.ImpersonateServiceAccount(gateNS, controllerSA)
 	client, err := kubernetes.NewForConfig(sa)
 	if err != nil {

@@ -1,4 +1,4 @@
-package driversharing
+package integration
 
 import (
 	"context"
@@ -18,21 +18,21 @@ import (
 	"github.com/rota-dev/rota/pkg/driver/config"
 	"github.com/rota-dev/rota/pkg/driver/gpu"
 	"github.com/rota-dev/rota/pkg/driver/timeslice"
+	"github.com/rota-dev/rota/pkg/scheduler"
 	"github.com/rota-dev/rota/test/integration/framework"
 )
 
 const (
-	node          = "h200-0"
-	namespace     = "serving"
-	schedulerName = "rota-scheduler"
+	sharingNode = "h200-0"
+	sharingNS   = "serving"
 	// h200MiB is what the mock (like a real H200 141GB) reports.
 	h200MiB = 143771
 )
 
-// claim is a claim for one GPU of node, narrowed by cel. memoryMiB > 0 asks
+// shareClaim is a claim for one GPU, narrowed by cel. memoryMiB > 0 asks
 // for that much memory (capacity.requests.memory); timeSlice != "" makes it
 // time-sliced with that interval and declares memoryMiB in its GpuConfig.
-func claim(name string, memoryMiB int64, timeSlice string, cel ...string) *resourceapi.ResourceClaim {
+func shareClaim(name string, memoryMiB int64, timeSlice string, cel ...string) *resourceapi.ResourceClaim {
 	req := &resourceapi.ExactDeviceRequest{
 		DeviceClassName: framework.DeviceClassName,
 		AllocationMode:  resourceapi.DeviceAllocationModeExactCount,
@@ -47,7 +47,7 @@ func claim(name string, memoryMiB int64, timeSlice string, cel ...string) *resou
 		}}
 	}
 	c := &resourceapi.ResourceClaim{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		ObjectMeta: metav1.ObjectMeta{Namespace: sharingNS, Name: name},
 		Spec:       resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{Name: "gpu", Exactly: req}}}},
 	}
 	if timeSlice != "" {
@@ -70,12 +70,12 @@ func claim(name string, memoryMiB int64, timeSlice string, cel ...string) *resou
 	return c
 }
 
-// podUsing is a pod for Rota's scheduler that uses claim c.
-func podUsing(c *resourceapi.ResourceClaim) *v1.Pod {
+// sharePod is a pod for Rota's scheduler that uses claim c.
+func sharePod(c *resourceapi.ResourceClaim) *v1.Pod {
 	return &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: c.Name},
 		Spec: v1.PodSpec{
-			SchedulerName:  schedulerName,
+			SchedulerName:  scheduler.ProfileName,
 			ResourceClaims: []v1.PodResourceClaim{{Name: "gpu", ResourceClaimName: ptr.To(c.Name)}},
 			Containers: []v1.Container{{
 				Name: "main", Image: "registry.k8s.io/pause:3.10",
@@ -85,16 +85,16 @@ func podUsing(c *resourceapi.ResourceClaim) *v1.Pod {
 	}
 }
 
-// schedule creates the claim and its pod, waits until the scheduler bound
+// scheduleShare creates the claim and its pod, waits until the scheduler bound
 // the pod, and returns the allocated claim.
-func schedule(t *testing.T, cp *framework.ControlPlane, c *resourceapi.ResourceClaim) *resourceapi.ResourceClaim {
+func scheduleShare(t *testing.T, cp *framework.ControlPlane, c *resourceapi.ResourceClaim) *resourceapi.ResourceClaim {
 	t.Helper()
-	cp.Create(t, c, podUsing(c))
-	cp.WaitForPodBound(t, namespace, c.Name)
+	cp.Create(t, c, sharePod(c))
+	cp.WaitForPodBound(t, sharingNS, c.Name)
 	var got *resourceapi.ResourceClaim
 	framework.WaitFor(t, "claim "+c.Name+" to be allocated", func(ctx context.Context) (bool, string, error) {
 		var err error
-		got, err = cp.Client.ResourceV1().ResourceClaims(namespace).Get(ctx, c.Name, metav1.GetOptions{})
+		got, err = cp.Client.ResourceV1().ResourceClaims(sharingNS).Get(ctx, c.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, "", err
 		}
@@ -103,8 +103,8 @@ func schedule(t *testing.T, cp *framework.ControlPlane, c *resourceapi.ResourceC
 	return got
 }
 
-// only is the claim's one allocation result.
-func only(t *testing.T, c *resourceapi.ResourceClaim) resourceapi.DeviceRequestAllocationResult {
+// onlyResult is the claim's one allocation result.
+func onlyResult(t *testing.T, c *resourceapi.ResourceClaim) resourceapi.DeviceRequestAllocationResult {
 	t.Helper()
 	if rs := c.Status.Allocation.Devices.Results; len(rs) == 1 {
 		return rs[0]
@@ -133,15 +133,24 @@ func consumedMiB(r resourceapi.DeviceRequestAllocationResult) int64 {
 func TestTimeSlicedClaimsShareOneGPU(t *testing.T) {
 	ctx := context.Background()
 	cp := framework.StartControlPlane(t)
-	cp.Create(t, framework.DeviceClass(), framework.Namespace(namespace))
-	n := startGPUNode(t, cp, node, "h200:2")
+	cp.Create(t, framework.DeviceClass(), framework.Namespace(sharingNS))
+	slicer := &timeslice.Recorder{}
+	n := startGPUNode(t, cp, sharingNode, "h200:2", func(n *gpuNode) {
+		n.slicer = slicer
+		n.opts.ConsumableMemory = true
+	})
 
 	whole := resource.MustParse(fmt.Sprintf("%dMi", h200MiB))
 	wantCapacity := resourceapi.DeviceCapacity{Value: whole, RequestPolicy: &resourceapi.CapacityRequestPolicy{
 		Default:    ptr.To(whole),
 		ValidRange: &resourceapi.CapacityRequestPolicyRange{Min: ptr.To(resource.MustParse("1Mi"))},
 	}}
-	slice := n.slice()
+	var slice *resourceapi.ResourceSlice
+	framework.WaitFor(t, "the node's ResourceSlice", func(ctx context.Context) (bool, string, error) {
+		var err error
+		slice, err = n.slice(ctx)
+		return err == nil, fmt.Sprint(err), nil
+	})
 	for _, d := range slice.Spec.Devices {
 		if d.AllowMultipleAllocations == nil || !*d.AllowMultipleAllocations {
 			t.Errorf("%s: allowMultipleAllocations %v, want true", d.Name, d.AllowMultipleAllocations)
@@ -152,7 +161,7 @@ func TestTimeSlicedClaimsShareOneGPU(t *testing.T) {
 	}
 	cp.StartScheduler(t)
 
-	uuid0, uuid1 := gpu.MockUUID(node, 0), gpu.MockUUID(node, 1)
+	uuid0, uuid1 := gpu.MockUUID(sharingNode, 0), gpu.MockUUID(sharingNode, 1)
 	onGPU0, onGPU1 := framework.UUIDSelector(uuid0), framework.UUIDSelector(uuid1)
 	members := []struct {
 		name string
@@ -161,8 +170,8 @@ func TestTimeSlicedClaimsShareOneGPU(t *testing.T) {
 	claims := map[string]*resourceapi.ResourceClaim{}
 	shares := map[string]string{}
 	for _, m := range members {
-		c := schedule(t, cp, claim(m.name, m.mib, "Medium", onGPU0))
-		r := only(t, c)
+		c := scheduleShare(t, cp, shareClaim(m.name, m.mib, "Medium", onGPU0))
+		r := onlyResult(t, c)
 		if r.Device != "gpu-0" || r.ShareID == nil || consumedMiB(r) != m.mib {
 			t.Errorf("member %s allocated %s share %v consuming %d MiB, want a share of gpu-0 consuming %d MiB",
 				m.name, r.Device, r.ShareID, consumedMiB(r), m.mib)
@@ -177,18 +186,18 @@ func TestTimeSlicedClaimsShareOneGPU(t *testing.T) {
 	}
 	// No memory asked: the request policy's default, the whole GPU. gpu-0
 	// has 10,651 MiB left, so it gets gpu-1, and nothing fits beside it.
-	alone := schedule(t, cp, claim("alone", 0, ""))
-	if r := only(t, alone); r.Device != "gpu-1" || consumedMiB(r) != h200MiB {
+	alone := scheduleShare(t, cp, shareClaim("alone", 0, ""))
+	if r := onlyResult(t, alone); r.Device != "gpu-1" || consumedMiB(r) != h200MiB {
 		t.Errorf("claim without memory allocated %s consuming %d MiB, want all of gpu-1", r.Device, consumedMiB(r))
 	}
-	late := claim("late", 1024, "Medium", onGPU1)
-	cp.Create(t, late, podUsing(late))
-	msg := cp.WaitForPodUnschedulable(t, namespace, late.Name)
+	late := shareClaim("late", 1024, "Medium", onGPU1)
+	cp.Create(t, late, sharePod(late))
+	msg := cp.WaitForPodUnschedulable(t, sharingNS, late.Name)
 	t.Logf("a share of the GPU held whole is refused: %s", msg)
 	// An exclusive claim (no GpuConfig) that asks for some memory: the
 	// allocator places it beside the members; the driver must refuse it.
-	intruder := schedule(t, cp, claim("intruder", 1024, "", onGPU0))
-	if r := only(t, intruder); r.Device != "gpu-0" {
+	intruder := scheduleShare(t, cp, shareClaim("intruder", 1024, "", onGPU0))
+	if r := onlyResult(t, intruder); r.Device != "gpu-0" {
 		t.Fatalf("exclusive claim with a memory request allocated %s, want gpu-0 beside the members", r.Device)
 	}
 
@@ -198,7 +207,7 @@ func TestTimeSlicedClaimsShareOneGPU(t *testing.T) {
 		if err != nil {
 			t.Fatalf("prepare member %s: %v", m.name, err)
 		}
-		r := only(t, claims[m.name])
+		r := onlyResult(t, claims[m.name])
 		if len(resp.Devices) != 1 || resp.Devices[0].DeviceName != "gpu-0" || resp.Devices[0].GetShareId() != string(*r.ShareID) {
 			t.Errorf("prepare member %s = %v, want gpu-0 with share ID %s", m.name, resp.Devices, *r.ShareID)
 		}
@@ -207,7 +216,7 @@ func TestTimeSlicedClaimsShareOneGPU(t *testing.T) {
 		t.Fatalf("prepare the claim that has gpu-1 alone: %v", err)
 	}
 	wantCalls := []timeslice.Call{{UUID: uuid0, TimeSlice: config.MediumTimeSlice}}
-	if diff := cmp.Diff(wantCalls, n.setter.Calls()); diff != "" {
+	if diff := cmp.Diff(wantCalls, slicer.Calls()); diff != "" {
 		t.Errorf("time-slice settings after prepares (-want +got):\n%s", diff)
 	}
 	for _, phase := range []string{"before", "after"} {
@@ -227,7 +236,7 @@ func TestTimeSlicedClaimsShareOneGPU(t *testing.T) {
 	}
 	// Preparing again after the restart gives the same answer.
 	resp, err := n.prepare(ctx, claims["a"])
-	if err != nil || len(resp.Devices) != 1 || resp.Devices[0].GetShareId() != string(*only(t, claims["a"]).ShareID) {
+	if err != nil || len(resp.Devices) != 1 || resp.Devices[0].GetShareId() != string(*onlyResult(t, claims["a"]).ShareID) {
 		t.Errorf("prepare member a again after the restart = %v, %v", resp, err)
 	}
 
@@ -236,12 +245,12 @@ func TestTimeSlicedClaimsShareOneGPU(t *testing.T) {
 		if err := n.unprepare(ctx, claims[m.name]); err != nil {
 			t.Fatalf("unprepare member %s: %v", m.name, err)
 		}
-		if last := i == len(members)-1; !last && len(n.setter.Calls()) != 1 {
-			t.Errorf("GPU settings changed while members still run: %v", n.setter.Calls())
+		if last := i == len(members)-1; !last && len(slicer.Calls()) != 1 {
+			t.Errorf("GPU settings changed while members still run: %v", slicer.Calls())
 		}
 	}
 	wantCalls = append(wantCalls, timeslice.Call{UUID: uuid0, TimeSlice: config.DefaultTimeSlice})
-	if diff := cmp.Diff(wantCalls, n.setter.Calls()); diff != "" {
+	if diff := cmp.Diff(wantCalls, slicer.Calls()); diff != "" {
 		t.Errorf("time-slice settings after the last member left (-want +got):\n%s", diff)
 	}
 	if _, err := n.prepare(ctx, intruder); err != nil {
