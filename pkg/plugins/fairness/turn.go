@@ -114,7 +114,7 @@ type turnChecker struct {
 }
 
 // PreFilter makes the pod wait its turn behind a fairer pod that fits now.
-func (pl *Fairness) PreFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+func (pl *Fairness) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	if pl.turn == nil || len(pod.Spec.ResourceClaims) == 0 {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
@@ -130,7 +130,7 @@ func (pl *Fairness) PreFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod
 			break
 		}
 		other, err := pl.turn.pods.Pods(c.Namespace).Get(c.Name)
-		if err != nil || !eligible(other) || !pl.turn.fitsNow(ctx, other) {
+		if err != nil || !eligible(other) || !pl.turn.fitsNow(ctx, cs, other) {
 			continue
 		}
 		pl.turn.activate.Activate(klog.FromContext(ctx), map[string]*v1.Pod{c.Namespace + "/" + c.Name: other})
@@ -170,7 +170,7 @@ func eligible(pod *v1.Pod) bool {
 // has a tier with enough free, untainted matching devices on one node.
 // It ignores everything but devices; a pod that fails for other reasons
 // after its turn loses it at its next attempt.
-func (t *turnChecker) fitsNow(ctx context.Context, pod *v1.Pod) bool {
+func (t *turnChecker) fitsNow(ctx context.Context, cs fwk.CycleState, pod *v1.Pod) bool {
 	requests, err := waits.PodRequests(t.dra, pod)
 	if err != nil {
 		return false
@@ -178,7 +178,7 @@ func (t *turnChecker) fitsNow(ctx context.Context, pod *v1.Pod) bool {
 	if len(requests) == 0 {
 		return true
 	}
-	pool, err := waits.Snapshot(ctx, t.dra)
+	pool, err := waits.CycleSnapshot(ctx, cs, t.dra)
 	if err != nil {
 		return false
 	}

@@ -119,7 +119,7 @@ func (pl *Gang) members(key types.NamespacedName) (all, bound int) {
 
 // PreFilter lets a member try only when the whole gang exists and no other
 // gang holds devices while incomplete.
-func (pl *Gang) PreFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+func (pl *Gang) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	key, size, ok, err := gangOf(pod)
 	if !ok {
 		return nil, fwk.NewStatus(fwk.Skip)
@@ -147,7 +147,7 @@ func (pl *Gang) PreFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, _ 
 	// The first member to be placed starts the gang's holds: only when the
 	// pool has the devices for every member, so a gang that cannot fit
 	// does not take and release devices over and over.
-	if need, free, ok := pl.poolFits(ctx, key); !ok {
+	if need, free, ok := pl.poolFits(ctx, cs, key); !ok {
 		return nil, pl.unschedulable(ctx, pod, fmt.Sprintf("gang %s needs %d GPUs for its unplaced members, %d free matching GPUs in the pool", key.Name, need, free))
 	}
 	return nil, nil
@@ -157,7 +157,7 @@ func (pl *Gang) PreFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, _ 
 // first tier of each request) with the free, untainted devices that any
 // of their requests could use. It is a necessary condition, not a
 // placement: nodes and constraints are the scheduler's to check.
-func (pl *Gang) poolFits(ctx context.Context, key types.NamespacedName) (need, free int64, ok bool) {
+func (pl *Gang) poolFits(ctx context.Context, cs fwk.CycleState, key types.NamespacedName) (need, free int64, ok bool) {
 	dra := pl.handle.SharedDRAManager()
 	if dra == nil {
 		return 0, 0, true
@@ -166,7 +166,7 @@ func (pl *Gang) poolFits(ctx context.Context, key types.NamespacedName) (need, f
 	if err != nil {
 		return 0, 0, true
 	}
-	pool, err := waits.Snapshot(ctx, dra)
+	pool, err := waits.CycleSnapshot(ctx, cs, dra)
 	if err != nil {
 		return 0, 0, true
 	}

@@ -114,7 +114,7 @@ func (pl *Quota) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, 
 		// Missing claims are DynamicResources' to report.
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
-	pool, err := waits.Snapshot(ctx, pl.dra)
+	pool, err := waits.CycleSnapshot(ctx, cs, pl.dra)
 	if err != nil {
 		return nil, fwk.AsStatus(err)
 	}

@@ -104,9 +104,9 @@ func (pl *WaitReason) Name() string { return Name }
 // PostFilter classifies the failed attempt, records the reason on the pod
 // (asynchronously) and adds it to the scheduler's failure message. It
 // never nominates a node.
-func (pl *WaitReason) PostFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, statuses fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
+func (pl *WaitReason) PostFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, statuses fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
 	logger := klog.FromContext(ctx)
-	v, err := pl.classify(ctx, pod, statuses)
+	v, err := pl.classify(ctx, cs, pod, statuses)
 	if err != nil {
 		logger.V(3).Info("Could not classify wait", "pod", klog.KObj(pod), "err", err)
 		return nil, fwk.NewStatus(fwk.Unschedulable)
@@ -122,7 +122,7 @@ func (pl *WaitReason) PostFilter(ctx context.Context, _ fwk.CycleState, pod *v1.
 }
 
 // classify gathers what the attempt says and runs waits.Classify on it.
-func (pl *WaitReason) classify(ctx context.Context, pod *v1.Pod, statuses fwk.NodeToStatusReader) (waits.Verdict, error) {
+func (pl *WaitReason) classify(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, statuses fwk.NodeToStatusReader) (waits.Verdict, error) {
 	nodes, err := pl.handle.SnapshotSharedLister().NodeInfos().List()
 	if err != nil {
 		return waits.Verdict{}, fmt.Errorf("list nodes: %w", err)
@@ -155,7 +155,7 @@ func (pl *WaitReason) classify(ctx context.Context, pod *v1.Pod, statuses fwk.No
 	if err != nil {
 		return waits.Verdict{}, err
 	}
-	pool, err := waits.Snapshot(ctx, pl.dra)
+	pool, err := waits.CycleSnapshot(ctx, cs, pl.dra)
 	if err != nil {
 		return waits.Verdict{}, err
 	}
