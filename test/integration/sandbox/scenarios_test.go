@@ -81,8 +81,17 @@ func TestScenarioWeekSwap(t *testing.T) {
 		if h := local.Hour(); local.Minute() != 0 || (h != 8 && h != 13 && h != 15 && h != 18) {
 			t.Errorf("transition at %s", local)
 		}
+	}
+	assertReleaseFirst(t, rep)
+}
+
+// assertReleaseFirst checks that every transition of rep released before it
+// acquired.
+func assertReleaseFirst(t *testing.T, rep *report.Report) {
+	t.Helper()
+	for _, tr := range rep.Transitions {
 		if len(tr.Steps) != 2 || tr.Steps[0].Group != "Release" || tr.Steps[1].Group != "Acquire" {
-			t.Errorf("transition at %s: steps %+v, want a release then an acquire", local, tr.Steps)
+			t.Errorf("transition at %s: steps %+v, want a release then an acquire", tr.At.In(rep.Start.Location()), tr.Steps)
 		}
 	}
 }
@@ -119,11 +128,7 @@ func TestScenarioMultiReplica(t *testing.T) {
 	if rep.MaxGPUsInUse > 16 {
 		t.Errorf("%d GPUs in use at once, want at most 16", rep.MaxGPUsInUse)
 	}
-	for _, tr := range rep.Transitions {
-		if len(tr.Steps) != 2 || tr.Steps[0].Group != "Release" || tr.Steps[1].Group != "Acquire" {
-			t.Errorf("transition at %s: steps %+v, want a release then an acquire", tr.At, tr.Steps)
-		}
-	}
+	assertReleaseFirst(t, rep)
 	// In business hours llama70b holds both nodes; in the evening
 	// md-qwen-8gpu runs on the node the second replica left.
 	for _, name := range []string{"mon-0830-business-hours", "tue-0830-business-hours"} {
