@@ -205,6 +205,10 @@ func Classify(a Attempt) Verdict {
 	return nodeVerdict(a, fmt.Sprintf("%s: %d free (%s)", t.Label, free, spread(t.Free)))
 }
 
+// NodesRejected is said of a pod whose devices would do on some node but
+// that other plugins rejected there (not a reservation member, CPU, ...).
+const NodesRejected = "those nodes are rejected"
+
 // nodeVerdict explains a wait where the devices would do but the nodes
 // that hold them were rejected for other reasons (CPU, affinity, ...).
 func nodeVerdict(a Attempt, devices string) Verdict {
@@ -220,7 +224,7 @@ func nodeVerdict(a Attempt, devices string) Verdict {
 	for _, n := range nodes {
 		parts = append(parts, n+": "+a.Rejections[n])
 	}
-	return Verdict{Reason: InsufficientCapacity, Message: devices + " but those nodes are rejected (" + strings.Join(parts, "; ") + ")"}
+	return Verdict{Reason: InsufficientCapacity, Message: devices + " but " + NodesRejected + " (" + strings.Join(parts, "; ") + ")"}
 }
 
 // withPreemption adds what evicting work could and could not achieve.

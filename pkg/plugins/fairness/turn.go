@@ -152,8 +152,9 @@ func sortEntries(es []Entry, o Order) {
 	}
 }
 
-// eligible excludes pods whose last wait was an admission answer or a
-// constraint conflict: letting them go first would only idle capacity.
+// eligible excludes pods whose last wait was an admission answer, a
+// constraint conflict or a rejection of every node with the devices:
+// letting them go first would only idle capacity.
 func eligible(pod *v1.Pod) bool {
 	c := waits.Current(pod)
 	if c == nil || c.Status != v1.ConditionTrue {
@@ -163,7 +164,9 @@ func eligible(pod *v1.Pod) bool {
 	case waits.QuotaExceeded, waits.ReservationOvercommitted, waits.GangIncomplete:
 		return false
 	}
-	return !strings.Contains(c.Message, "constraint conflict")
+	// Nor pods that free devices would not help: other plugins rejected
+	// every node that has them (e.g. not a member of the reservation).
+	return !strings.Contains(c.Message, "constraint conflict") && !strings.Contains(c.Message, waits.NodesRejected)
 }
 
 // fitsNow reports whether every request of the pod's unallocated claims
