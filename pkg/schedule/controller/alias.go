@@ -39,13 +39,15 @@ func (p *pass) servesAlias(ctx context.Context, wl *workload) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("list Services: %w", err)
 	}
-	podLabels := labels.Set(wl.Template.Labels)
 	for _, svc := range svcs.Items {
 		if len(svc.Spec.Selector) == 0 {
 			continue
 		}
-		if labels.SelectorFromSet(svc.Spec.Selector).Matches(podLabels) {
-			return "Service " + svc.Name, nil
+		sel := labels.SelectorFromSet(svc.Spec.Selector)
+		for _, tmpl := range wl.Templates {
+			if sel.Matches(labels.Merge(tmpl.Template.Labels, wl.InjectedLabels)) {
+				return "Service " + svc.Name, nil
+			}
 		}
 	}
 	return "", nil

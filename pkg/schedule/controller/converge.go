@@ -19,7 +19,7 @@ import (
 // pods had are deallocated (evidence the GPUs are free). Past the stop timeout
 // it fails with StopTimeout.
 func (p *pass) checkReleased(ctx context.Context, t *target, s *v1alpha1.TransitionStep) error {
-	wl, err := getWorkload(ctx, p.c.opts.Client, p.ds.Namespace, t.spec.WorkloadRef)
+	wl, err := p.c.getWorkload(ctx, p.ds.Namespace, t.spec.WorkloadRef)
 	if err != nil {
 		return fmt.Errorf("check release of %s: %w", t.spec.Name, err)
 	}
@@ -35,7 +35,7 @@ func (p *pass) checkReleased(ctx context.Context, t *target, s *v1alpha1.Transit
 	if err != nil {
 		return err
 	}
-	if int32(len(pods)) > want {
+	if int32(len(pods)) > want*wl.podsPerReplica() {
 		terminating := 0
 		for _, pod := range pods {
 			if pod.DeletionTimestamp != nil {
@@ -99,7 +99,7 @@ func (p *pass) claimsOfGonePods(ctx context.Context, wl *workload, pods []v1.Pod
 // checkAcquired decides whether an accepted acquire step has converged: the
 // workload reports the new generation observed and all replicas ready.
 func (p *pass) checkAcquired(ctx context.Context, t *target, s *v1alpha1.TransitionStep) error {
-	wl, err := getWorkload(ctx, p.c.opts.Client, p.ds.Namespace, t.spec.WorkloadRef)
+	wl, err := p.c.getWorkload(ctx, p.ds.Namespace, t.spec.WorkloadRef)
 	if err != nil {
 		return fmt.Errorf("check acquire of %s: %w", t.spec.Name, err)
 	}
@@ -138,19 +138,25 @@ func (p *pass) checkAcquired(ctx context.Context, t *target, s *v1alpha1.Transit
 // capacityPreview asks the real DRA allocator, read-only, whether the pods the
 // step adds fit the pool as it is now.
 func (p *pass) capacityPreview(ctx context.Context, t *target, s *v1alpha1.TransitionStep) (bool, string, error) {
-	specs, err := p.podClaimSpecs(ctx, t, true)
+	demand, err := p.replicaDemand(ctx, t, true)
 	if err != nil {
 		return false, "", fmt.Errorf("capacity preview for %s: %w", t.spec.Name, err)
 	}
 	need := int(replicasOf(s)) - int(t.wl.Replicas)
-	if need <= 0 || len(specs) == 0 {
+	var demands []preview.Demand
+	for _, d := range demand {
+		if len(d.Specs) > 0 && need > 0 {
+			demands = append(demands, preview.Demand{PodClaims: d.Specs, Pods: need * int(d.Pods)})
+		}
+	}
+	if len(demands) == 0 {
 		return true, "", nil
 	}
 	in, err := p.c.previewInputs(ctx)
 	if err != nil {
 		return false, "", err
 	}
-	res, err := p.c.previewer.Check(ctx, in, preview.Demand{PodClaims: specs, Pods: need})
+	res, err := p.c.previewer.Check(ctx, in, demands...)
 	if err != nil {
 		return false, "", fmt.Errorf("capacity preview for %s: %w", t.spec.Name, err)
 	}

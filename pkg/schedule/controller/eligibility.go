@@ -26,7 +26,7 @@ func (p *pass) checkEligibility(ctx context.Context, t *target) error {
 			t.spec.WorkloadRef.Kind, t.spec.WorkloadRef.Name, owner.Name)
 		return nil
 	}
-	wl, err := getWorkload(ctx, p.c.opts.Client, p.ds.Namespace, t.spec.WorkloadRef)
+	wl, err := p.c.getWorkload(ctx, p.ds.Namespace, t.spec.WorkloadRef)
 	var kindErr *errKind
 	switch {
 	case errors.As(err, &kindErr):
@@ -74,7 +74,7 @@ func (p *pass) hpaFor(ctx context.Context, wl *workload) (string, error) {
 	for _, h := range list.Items {
 		ref := h.Spec.ScaleTargetRef
 		gv, _ := schema.ParseGroupVersion(ref.APIVersion)
-		if ref.Kind == wl.Kind && ref.Name == wl.Name && (gv.Group == "apps" || ref.APIVersion == "") {
+		if ref.Kind == wl.Kind && ref.Name == wl.Name && (gv.Group == wl.Group || ref.APIVersion == "") {
 			return h.Name, nil
 		}
 	}

@@ -47,9 +47,9 @@ func (p *pass) preflight(ctx context.Context, release, acquire []planned) (bool,
 			return fail(pl, reason, msg)
 		}
 	}
-	perPod := map[string]v1.ResourceList{} // target -> device quota per pod
+	perReplica := map[string]v1.ResourceList{} // target -> device quota per replica
 	for _, pl := range append(append([]planned{}, release...), acquire...) {
-		specs, err := p.podClaimSpecs(ctx, pl.t, pl.s.Group == v1alpha1.StepGroupAcquire)
+		demand, err := p.replicaDemand(ctx, pl.t, pl.s.Group == v1alpha1.StepGroupAcquire)
 		if err != nil {
 			if pl.s.Group == v1alpha1.StepGroupAcquire {
 				sub := IneligibleInvalidConfig
@@ -61,14 +61,14 @@ func (p *pass) preflight(ctx context.Context, release, acquire []planned) (bool,
 			}
 			continue // a release frees what it frees; its config does not matter
 		}
-		perPod[pl.t.spec.Name] = claimUsage(specs)
+		perReplica[pl.t.spec.Name] = replicaUsage(demand)
 		if pl.s.Group == v1alpha1.StepGroupAcquire {
-			if err := p.validateConfig(ctx, specs); err != nil {
+			if err := p.validateConfig(ctx, allSpecs(demand)); err != nil {
 				return fail(pl, ReasonIneligible, withFix(ReasonIneligible, fmt.Sprintf("Ineligible{%s}: %v", IneligibleInvalidConfig, err)))
 			}
 		}
 	}
-	if bad, msg, err := p.checkQuota(ctx, release, acquire, perPod); err != nil {
+	if bad, msg, err := p.checkQuota(ctx, release, acquire, perReplica); err != nil {
 		return fail(bad, ReasonQuotaRefused, withFix(ReasonQuotaRefused, "could not read quota (failing closed): "+err.Error()))
 	} else if msg != "" {
 		return fail(bad, ReasonQuotaRefused, withFix(ReasonQuotaRefused, msg))
@@ -76,7 +76,7 @@ func (p *pass) preflight(ctx context.Context, release, acquire []planned) (bool,
 	return true, nil
 }
 
-// delta is how many pods a step adds (acquire) or removes (release).
+// delta is how many replicas a step adds (acquire) or removes (release).
 func delta(pl planned) int64 {
 	cur := int64(0)
 	if pl.t.wl != nil {
@@ -89,11 +89,19 @@ func delta(pl planned) int64 {
 	return d
 }
 
+// podDelta is how many pods a step adds or removes.
+func podDelta(pl planned) int64 {
+	if pl.t.wl == nil {
+		return delta(pl)
+	}
+	return delta(pl) * int64(pl.t.wl.podsPerReplica())
+}
+
 // checkQuota compares, per ResourceQuota and device class, hard against the
 // usage of the namespace's claims, minus what release steps free, plus what
 // acquire steps add. Usage is computed from the claims themselves (as the
 // quota evaluator does) so that no quota controller needs to have run.
-func (p *pass) checkQuota(ctx context.Context, release, acquire []planned, perPod map[string]v1.ResourceList) (planned, string, error) {
+func (p *pass) checkQuota(ctx context.Context, release, acquire []planned, perReplica map[string]v1.ResourceList) (planned, string, error) {
 	if len(acquire) == 0 {
 		return planned{}, "", nil
 	}
@@ -125,10 +133,10 @@ func (p *pass) checkQuota(ctx context.Context, release, acquire []planned, perPo
 		addScaled(used, claimUsage([]resourceapi.ResourceClaimSpec{claims.Items[i].Spec}), 1)
 	}
 	for _, pl := range release {
-		addScaled(used, perPod[pl.t.spec.Name], -delta(pl))
+		addScaled(used, perReplica[pl.t.spec.Name], -delta(pl))
 	}
 	for _, pl := range acquire {
-		addScaled(used, perPod[pl.t.spec.Name], delta(pl))
+		addScaled(used, perReplica[pl.t.spec.Name], delta(pl))
 		for _, q := range relevant {
 			names := make([]string, 0, len(q.Spec.Hard))
 			for name := range q.Spec.Hard {
@@ -143,7 +151,7 @@ func (p *pass) checkQuota(ctx context.Context, release, acquire []planned, perPo
 				u := used[v1.ResourceName(name)]
 				if u.Cmp(hard) > 0 {
 					return pl, fmt.Sprintf("starting %d pod(s) of target %s would use %s of %s in ResourceQuota %s (hard %s), counting what this transition releases first",
-						delta(pl), pl.t.spec.Name, u.String(), name, q.Name, hard.String()), nil
+						podDelta(pl), pl.t.spec.Name, u.String(), name, q.Name, hard.String()), nil
 				}
 			}
 		}
@@ -204,10 +212,17 @@ func addScaled(dst, src v1.ResourceList, factor int64) {
 	}
 }
 
-// podClaimSpecs are the claim specs one new pod of the target gets from its
-// templates (pinned to the reservation's GPUs for Track H acquire steps).
+// podDemand is what one kind of pod of a replica asks for: the claim specs
+// it gets from its templates, and how many such pods one replica runs.
+type podDemand struct {
+	Specs []resourceapi.ResourceClaimSpec
+	Pods  int32
+}
+
+// replicaDemand is what one new replica of the target asks for, per pod
+// template (pinned to the reservation's GPUs for Track H acquire steps).
 // Claims referenced by name are shared and need no new devices.
-func (p *pass) podClaimSpecs(ctx context.Context, t *target, pin bool) ([]resourceapi.ResourceClaimSpec, error) {
+func (p *pass) replicaDemand(ctx context.Context, t *target, pin bool) ([]podDemand, error) {
 	if t.wl == nil {
 		return nil, fmt.Errorf("target %s has no workload", t.spec.Name)
 	}
@@ -218,25 +233,56 @@ func (p *pass) podClaimSpecs(ctx context.Context, t *target, pin bool) ([]resour
 			return nil, err
 		}
 	}
-	var out []resourceapi.ResourceClaimSpec
-	for _, rc := range t.wl.Template.Spec.ResourceClaims {
-		if rc.ResourceClaimTemplateName == nil {
-			continue
-		}
-		tmpl, err := p.c.opts.Client.ResourceV1().ResourceClaimTemplates(t.wl.Namespace).Get(ctx, *rc.ResourceClaimTemplateName, metav1.GetOptions{})
-		if err != nil {
-			if apierrors.IsNotFound(err) {
-				return nil, fmt.Errorf("pod claim %q: ResourceClaimTemplate %s does not exist", rc.Name, *rc.ResourceClaimTemplateName)
+	var out []podDemand
+	for _, pt := range t.wl.Templates {
+		d := podDemand{Pods: pt.Pods}
+		for _, rc := range pt.Template.Spec.ResourceClaims {
+			if rc.ResourceClaimTemplateName == nil {
+				continue
 			}
-			return nil, fmt.Errorf("pod claim %q: get ResourceClaimTemplate: %w", rc.Name, err)
+			tmpl, err := p.c.opts.Client.ResourceV1().ResourceClaimTemplates(t.wl.Namespace).Get(ctx, *rc.ResourceClaimTemplateName, metav1.GetOptions{})
+			if err != nil {
+				if apierrors.IsNotFound(err) {
+					return nil, fmt.Errorf("%spod claim %q: ResourceClaimTemplate %s does not exist", templatePrefix(t.wl, pt), rc.Name, *rc.ResourceClaimTemplateName)
+				}
+				return nil, fmt.Errorf("%spod claim %q: get ResourceClaimTemplate: %w", templatePrefix(t.wl, pt), rc.Name, err)
+			}
+			spec := tmpl.Spec.Spec
+			if uuids != nil {
+				spec = pinSpec(spec, uuids)
+			}
+			d.Specs = append(d.Specs, spec)
 		}
-		spec := tmpl.Spec.Spec
-		if uuids != nil {
-			spec = pinSpec(spec, uuids)
-		}
-		out = append(out, spec)
+		out = append(out, d)
 	}
 	return out, nil
+}
+
+// templatePrefix names the pod template in messages about a workload with
+// more than one ("spec.leaderWorkerTemplate.workerTemplate: ").
+func templatePrefix(wl *workload, pt podTemplate) string {
+	if len(wl.Templates) < 2 {
+		return ""
+	}
+	return pt.Path + ": "
+}
+
+// replicaUsage is the device quota one replica charges.
+func replicaUsage(demand []podDemand) v1.ResourceList {
+	out := v1.ResourceList{}
+	for _, d := range demand {
+		addScaled(out, claimUsage(d.Specs), int64(d.Pods))
+	}
+	return out
+}
+
+// allSpecs lists every claim spec of a replica once per template.
+func allSpecs(demand []podDemand) []resourceapi.ResourceClaimSpec {
+	var out []resourceapi.ResourceClaimSpec
+	for _, d := range demand {
+		out = append(out, d.Specs...)
+	}
+	return out
 }
 
 // validateConfig checks that every DeviceClass named exists and that opaque

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -30,8 +31,32 @@ func TestRBACCoversEveryCall(t *testing.T) {
 	e.converge("pool", 10)
 	e.clock.SetTime(at(19, 18, 0))
 	e.converge("pool", 10)
-	calls := make([]string, 0, len(e.calls))
-	for c := range e.calls {
+	checkCalls(t, rules, e.calls)
+
+	// The same with llama70b served by a LeaderWorkerSet.
+	e = newEnv(t, at(19, 7, 59), append(poolObjects(), claimTemplate("gpu4", 4))...)
+	e.installLWSAPI()
+	e.addLWS(leaderWorkerSet("lws-llama70b", 0, 2, "gpu4", "gpu4"))
+	e.addSchedule(lwsSchedule())
+	e.mustPass("pool")
+	for _, now := range []time.Time{at(19, 8, 0), at(19, 18, 0)} {
+		e.clock.SetTime(now)
+		for range 5 {
+			e.mustPass("pool")
+			e.settleLWS("lws-llama70b")
+			e.clock.Step(5 * time.Second)
+		}
+	}
+	if !e.calls["update leaderworkerset.x-k8s.io/leaderworkersets"] {
+		t.Errorf("the LeaderWorkerSet run never updated the LeaderWorkerSet; calls: %v", e.calls)
+	}
+	checkCalls(t, rules, e.calls)
+}
+
+func checkCalls(t *testing.T, rules []rbacv1.PolicyRule, seen map[string]bool) {
+	t.Helper()
+	calls := make([]string, 0, len(seen))
+	for c := range seen {
 		calls = append(calls, c)
 	}
 	sort.Strings(calls)

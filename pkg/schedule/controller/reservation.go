@@ -71,8 +71,9 @@ func pinSpec(spec resourceapi.ResourceClaimSpec, uuids []string) resourceapi.Res
 
 // pinToReservation makes sure a pinned copy of each of the workload's claim
 // templates exists (templates are immutable, so the copy has a name derived
-// from the original and the UUIDs) and returns pod claim -> template name for
-// the workload update. Creating the copy is idempotent.
+// from the original and the UUIDs) and returns current template name ->
+// pinned template name, over every pod template of the workload, for the
+// workload update. Creating the copy is idempotent.
 func (p *pass) pinToReservation(ctx context.Context, t *target, wl *workload) (map[string]string, error) {
 	uuids, err := p.reservationUUIDs(ctx, t)
 	if err != nil {
@@ -82,8 +83,8 @@ func (p *pass) pinToReservation(ctx context.Context, t *target, wl *workload) (m
 	suffix := "-pin-" + hex.EncodeToString(sum[:])[:10]
 	client := p.c.opts.Client.ResourceV1().ResourceClaimTemplates(wl.Namespace)
 	out := map[string]string{}
-	for _, rc := range wl.Template.Spec.ResourceClaims {
-		if rc.ResourceClaimTemplateName == nil {
+	for _, rc := range wl.claimRefs() {
+		if _, done := out[*rc.ResourceClaimTemplateName]; done {
 			continue
 		}
 		tmpl, err := client.Get(ctx, *rc.ResourceClaimTemplateName, metav1.GetOptions{})
@@ -97,7 +98,7 @@ func (p *pass) pinToReservation(ctx context.Context, t *target, wl *workload) (m
 			}
 		}
 		name := truncateName(base.Name, suffix)
-		out[rc.Name] = name
+		out[tmpl.Name] = name
 		if name == tmpl.Name {
 			continue
 		}

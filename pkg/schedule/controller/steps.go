@@ -89,7 +89,7 @@ func (p *pass) submit(ctx context.Context, t *target, s *v1alpha1.TransitionStep
 	if err := p.c.opts.Failpoints.BeforeMutation(ctx, s.Key); err != nil {
 		return fmt.Errorf("failpoint before mutation of %s: %w", s.Key, err)
 	}
-	wl, err := getWorkload(ctx, p.c.opts.Client, p.ds.Namespace, t.spec.WorkloadRef)
+	wl, err := p.c.getWorkload(ctx, p.ds.Namespace, t.spec.WorkloadRef)
 	if err != nil {
 		return fmt.Errorf("step %s: %w", s.Key, err)
 	}
@@ -102,7 +102,7 @@ func (p *pass) submit(ctx context.Context, t *target, s *v1alpha1.TransitionStep
 		if err != nil {
 			return fmt.Errorf("step %s: %w", s.Key, err)
 		}
-		if err := updateWorkload(ctx, p.c.opts.Client, wl, ch); err != nil {
+		if err := p.c.updateWorkload(ctx, wl, ch); err != nil {
 			if apierrors.IsConflict(err) {
 				// Someone else wrote the workload; the next pass re-reads it and
 				// recognises the key if it was the same step.

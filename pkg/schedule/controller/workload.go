@@ -6,8 +6,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
@@ -33,11 +33,11 @@ const (
 	AnnotationApplyNow = "rota.dev/apply-now"
 )
 
-// LeaderWorkerSet is served by the LeaderWorkerSet project's CRD.
-const lwsGroupVersion = "leaderworkerset.x-k8s.io/v1"
-
-// workload is a Deployment or StatefulSet as the controller needs it.
+// workload is a Deployment, StatefulSet or LeaderWorkerSet as the controller
+// needs it. Replica counts are the workload's own unit: pods for a Deployment
+// or StatefulSet, leader-worker groups for a LeaderWorkerSet.
 type workload struct {
+	Group              string // API group: "apps" or lwsGroup
 	Kind               string
 	Namespace, Name    string
 	Generation         int64
@@ -47,12 +47,50 @@ type workload struct {
 	ReadyReplicas      int32
 	UpdatedReplicas    int32
 	Selector           labels.Selector
-	Template           *v1.PodTemplateSpec
-	Annotations        map[string]string
-	Deleting           bool
+	// Templates are the pod templates of one replica, each with how many of
+	// the replica's pods it makes.
+	Templates []podTemplate
+	// InjectedLabels are labels the workload's controller adds to every pod
+	// on top of the templates' (a Service may select them).
+	InjectedLabels map[string]string
+	Annotations    map[string]string
+	Deleting       bool
 
 	deployment  *appsv1.Deployment
 	statefulSet *appsv1.StatefulSet
+	lws         *unstructured.Unstructured
+}
+
+// podTemplate is one pod template of a workload and the number of pods per
+// replica made from it.
+type podTemplate struct {
+	// Path is the template's field path in the workload, for messages.
+	Path     string
+	Template *v1.PodTemplateSpec
+	Pods     int32
+}
+
+// podsPerReplica is how many pods one replica of w runs.
+func (w *workload) podsPerReplica() int32 {
+	n := int32(0)
+	for _, t := range w.Templates {
+		n += t.Pods
+	}
+	return n
+}
+
+// claimRefs are the pod resource claims of all of w's templates that are
+// generated from a ResourceClaimTemplate.
+func (w *workload) claimRefs() []v1.PodResourceClaim {
+	var out []v1.PodResourceClaim
+	for _, t := range w.Templates {
+		for _, rc := range t.Template.Spec.ResourceClaims {
+			if rc.ResourceClaimTemplateName != nil {
+				out = append(out, rc)
+			}
+		}
+	}
+	return out
 }
 
 // errKind is returned for a workload kind the controller does not drive.
@@ -62,7 +100,8 @@ func (e *errKind) Error() string { return e.msg }
 
 // getWorkload reads the workload named by ref. A missing workload returns an
 // error for which apierrors.IsNotFound is true.
-func getWorkload(ctx context.Context, client kubernetes.Interface, namespace string, ref v1alpha1.WorkloadReference) (*workload, error) {
+func (c *Controller) getWorkload(ctx context.Context, namespace string, ref v1alpha1.WorkloadReference) (*workload, error) {
+	client := c.opts.Client
 	switch {
 	case ref.Kind == "Deployment" && ref.APIVersion == "apps/v1":
 		d, err := client.AppsV1().Deployments(namespace).Get(ctx, ref.Name, metav1.GetOptions{})
@@ -76,20 +115,11 @@ func getWorkload(ctx context.Context, client kubernetes.Interface, namespace str
 			return nil, fmt.Errorf("get StatefulSet %s/%s: %w", namespace, ref.Name, err)
 		}
 		return fromStatefulSet(s)
-	case ref.Kind == "LeaderWorkerSet":
-		if _, err := client.Discovery().ServerResourcesForGroupVersion(lwsGroupVersion); err != nil {
-			if apierrors.IsNotFound(err) {
-				return nil, &errKind{IneligibleKindNotInstalled, fmt.Sprintf(
-					"LeaderWorkerSet %s is named but the %s API is not served by this cluster; install the LeaderWorkerSet CRD or use a Deployment/StatefulSet",
-					ref.Name, lwsGroupVersion)}
-			}
-			return nil, fmt.Errorf("discover %s: %w", lwsGroupVersion, err)
-		}
-		return nil, &errKind{IneligibleUnsupportedKind, fmt.Sprintf(
-			"LeaderWorkerSet %s: the API is installed, but this build scales only Deployments and StatefulSets", ref.Name)}
+	case ref.Kind == lwsKind && ref.APIVersion == lwsGroupVersion:
+		return c.getLeaderWorkerSet(ctx, namespace, ref.Name)
 	default:
-		return nil, &errKind{IneligibleUnsupportedKind, fmt.Sprintf("%s %s (%s) cannot be scaled by Rota; use apps/v1 Deployment or StatefulSet",
-			ref.Kind, ref.Name, ref.APIVersion)}
+		return nil, &errKind{IneligibleUnsupportedKind, fmt.Sprintf("%s %s (%s) cannot be scaled by Rota; use apps/v1 Deployment or StatefulSet, or %s LeaderWorkerSet",
+			ref.Kind, ref.Name, ref.APIVersion, lwsGroupVersion)}
 	}
 }
 
@@ -99,12 +129,12 @@ func fromDeployment(d *appsv1.Deployment) (*workload, error) {
 		return nil, fmt.Errorf("selector of Deployment %s/%s: %w", d.Namespace, d.Name, err)
 	}
 	return &workload{
-		Kind: "Deployment", Namespace: d.Namespace, Name: d.Name,
+		Group: appsv1.GroupName, Kind: "Deployment", Namespace: d.Namespace, Name: d.Name,
 		Generation: d.Generation, ObservedGeneration: d.Status.ObservedGeneration,
 		Replicas:       ptr.Deref(d.Spec.Replicas, 1),
 		StatusReplicas: d.Status.Replicas, ReadyReplicas: d.Status.ReadyReplicas, UpdatedReplicas: d.Status.UpdatedReplicas,
-		Selector: sel, Template: &d.Spec.Template, Annotations: d.Annotations,
-		Deleting: d.DeletionTimestamp != nil, deployment: d,
+		Selector: sel, Templates: []podTemplate{{Path: "spec.template", Template: &d.Spec.Template, Pods: 1}},
+		Annotations: d.Annotations, Deleting: d.DeletionTimestamp != nil, deployment: d,
 	}, nil
 }
 
@@ -114,12 +144,12 @@ func fromStatefulSet(s *appsv1.StatefulSet) (*workload, error) {
 		return nil, fmt.Errorf("selector of StatefulSet %s/%s: %w", s.Namespace, s.Name, err)
 	}
 	return &workload{
-		Kind: "StatefulSet", Namespace: s.Namespace, Name: s.Name,
+		Group: appsv1.GroupName, Kind: "StatefulSet", Namespace: s.Namespace, Name: s.Name,
 		Generation: s.Generation, ObservedGeneration: s.Status.ObservedGeneration,
 		Replicas:       ptr.Deref(s.Spec.Replicas, 1),
 		StatusReplicas: s.Status.Replicas, ReadyReplicas: s.Status.ReadyReplicas, UpdatedReplicas: s.Status.UpdatedReplicas,
-		Selector: sel, Template: &s.Spec.Template, Annotations: s.Annotations,
-		Deleting: s.DeletionTimestamp != nil, statefulSet: s,
+		Selector: sel, Templates: []podTemplate{{Path: "spec.template", Template: &s.Spec.Template, Pods: 1}},
+		Annotations: s.Annotations, Deleting: s.DeletionTimestamp != nil, statefulSet: s,
 	}, nil
 }
 
@@ -128,13 +158,16 @@ func fromStatefulSet(s *appsv1.StatefulSet) (*workload, error) {
 type change struct {
 	Replicas    int32
 	Annotations map[string]string
-	// ClaimTemplates maps a pod resource claim name to the template it must use.
+	// ClaimTemplates maps the claim template a pod resource claim uses now to
+	// the one it must use.
 	ClaimTemplates map[string]string
 }
 
-// update writes c onto the workload w was read as, with w's resourceVersion,
-// so a concurrent writer makes it fail with a conflict instead of being lost.
-func updateWorkload(ctx context.Context, client kubernetes.Interface, w *workload, c change) error {
+// updateWorkload writes c onto the workload w was read as, with w's
+// resourceVersion, so a concurrent writer makes it fail with a conflict
+// instead of being lost.
+func (ctl *Controller) updateWorkload(ctx context.Context, w *workload, c change) error {
+	client := ctl.opts.Client
 	apply := func(meta *metav1.ObjectMeta, replicas **int32, tmpl *v1.PodTemplateSpec) {
 		if meta.Annotations == nil {
 			meta.Annotations = map[string]string{}
@@ -145,7 +178,10 @@ func updateWorkload(ctx context.Context, client kubernetes.Interface, w *workloa
 		*replicas = ptr.To(c.Replicas)
 		for i := range tmpl.Spec.ResourceClaims {
 			rc := &tmpl.Spec.ResourceClaims[i]
-			if t, ok := c.ClaimTemplates[rc.Name]; ok {
+			if rc.ResourceClaimTemplateName == nil {
+				continue
+			}
+			if t, ok := c.ClaimTemplates[*rc.ResourceClaimTemplateName]; ok {
 				rc.ResourceClaimTemplateName = ptr.To(t)
 			}
 		}
@@ -163,6 +199,8 @@ func updateWorkload(ctx context.Context, client kubernetes.Interface, w *workloa
 		if _, err := client.AppsV1().StatefulSets(s.Namespace).Update(ctx, s, metav1.UpdateOptions{}); err != nil {
 			return fmt.Errorf("update StatefulSet %s/%s: %w", s.Namespace, s.Name, err)
 		}
+	case w.lws != nil:
+		return ctl.updateLeaderWorkerSet(ctx, w, c)
 	default:
 		return fmt.Errorf("workload %s/%s of kind %s cannot be updated", w.Namespace, w.Name, w.Kind)
 	}

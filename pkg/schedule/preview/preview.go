@@ -67,11 +67,19 @@ func New() *Previewer {
 	}
 }
 
-// Check places the demand pod by pod, each on the first node (by name) where
-// the allocator finds devices for all of the pod's claims, counting the
-// devices given to earlier pods of the demand as taken.
-func (p *Previewer) Check(ctx context.Context, in Inputs, d Demand) (Result, error) {
-	if d.Pods <= 0 || len(d.PodClaims) == 0 {
+// Check places the demands in order, pod by pod, each pod on the first node
+// (by name) where the allocator finds devices for all of the pod's claims,
+// counting the devices given to earlier pods as taken. Several demands
+// describe pods of different shapes (a LeaderWorkerSet's leaders and
+// workers).
+func (p *Previewer) Check(ctx context.Context, in Inputs, demands ...Demand) (Result, error) {
+	total := 0
+	for _, d := range demands {
+		if len(d.PodClaims) > 0 && d.Pods > 0 {
+			total += d.Pods
+		}
+	}
+	if total == 0 {
 		return Result{Fits: true, Message: "no devices needed"}, nil
 	}
 	taken := newTaken()
@@ -86,46 +94,61 @@ func (p *Previewer) Check(ctx context.Context, in Inputs, d Demand) (Result, err
 	nodeSlices, shared := slicesByNode(in.Slices)
 	classes := classLister(in.Classes)
 	var res Result
-	for pod := 0; pod < d.Pods; pod++ {
-		claims := podClaims(d.PodClaims, pod)
-		placed := false
-		for _, node := range nodes {
-			slices := append(append([]*resourceapi.ResourceSlice{}, shared...), nodeSlices[node.Name]...)
-			if len(slices) == 0 {
-				continue
-			}
-			state := structured.AllocatedState{
-				AllocatedDevices:         taken.dedicated,
-				AllocatedSharedDeviceIDs: taken.shares,
-				AggregatedCapacity:       taken.capacity.Clone(),
-			}
-			alloc, err := structured.NewAllocator(ctx, p.features, state, classes, slices, p.celCache)
-			if err != nil {
-				return Result{}, fmt.Errorf("create allocator: %w", err)
-			}
-			results, err := alloc.Allocate(ctx, node, claims)
-			if err != nil {
-				return Result{}, fmt.Errorf("preview allocation on node %s: %w", node.Name, err)
-			}
-			if len(results) != len(claims) {
-				continue
-			}
-			for _, r := range results {
-				taken.add(r.Devices.Results)
-			}
-			res.Nodes = append(res.Nodes, node.Name)
-			placed = true
-			break
+	pod := 0
+	for _, d := range demands {
+		if len(d.PodClaims) == 0 {
+			continue
 		}
-		if !placed {
-			res.Message = fmt.Sprintf("%d of %d pods fit; free devices per node: %s",
-				pod, d.Pods, freeSummary(in.Slices, allocated))
-			return res, nil
+		for i := 0; i < d.Pods; i++ {
+			node, err := p.place(ctx, nodes, shared, nodeSlices, classes, taken, podClaims(d.PodClaims, pod))
+			if err != nil {
+				return Result{}, err
+			}
+			if node == "" {
+				res.Message = fmt.Sprintf("%d of %d pods fit; free devices per node: %s",
+					pod, total, freeSummary(in.Slices, allocated))
+				return res, nil
+			}
+			res.Nodes = append(res.Nodes, node)
+			pod++
 		}
 	}
 	res.Fits = true
-	res.Message = fmt.Sprintf("%d pods fit on %s", d.Pods, strings.Join(res.Nodes, ", "))
+	res.Message = fmt.Sprintf("%d pods fit on %s", total, strings.Join(res.Nodes, ", "))
 	return res, nil
+}
+
+// place finds the first node where the allocator gives the claims devices,
+// marks those devices taken and returns the node ("" if none fits).
+func (p *Previewer) place(ctx context.Context, nodes []*v1.Node, shared []*resourceapi.ResourceSlice,
+	nodeSlices map[string][]*resourceapi.ResourceSlice, classes structured.DeviceClassLister, taken *taken, claims []*resourceapi.ResourceClaim) (string, error) {
+	for _, node := range nodes {
+		slices := append(append([]*resourceapi.ResourceSlice{}, shared...), nodeSlices[node.Name]...)
+		if len(slices) == 0 {
+			continue
+		}
+		state := structured.AllocatedState{
+			AllocatedDevices:         taken.dedicated,
+			AllocatedSharedDeviceIDs: taken.shares,
+			AggregatedCapacity:       taken.capacity.Clone(),
+		}
+		alloc, err := structured.NewAllocator(ctx, p.features, state, classes, slices, p.celCache)
+		if err != nil {
+			return "", fmt.Errorf("create allocator: %w", err)
+		}
+		results, err := alloc.Allocate(ctx, node, claims)
+		if err != nil {
+			return "", fmt.Errorf("preview allocation on node %s: %w", node.Name, err)
+		}
+		if len(results) != len(claims) {
+			continue
+		}
+		for _, r := range results {
+			taken.add(r.Devices.Results)
+		}
+		return node.Name, nil
+	}
+	return "", nil
 }
 
 // taken is what allocations hold, split as the scheduler splits it: a

@@ -91,6 +91,7 @@ func TestLeastPrivilegeRBAC(t *testing.T) {
 	// RBAC decides: the role grants what the controller calls and no more.
 	for _, a := range []access{
 		{"update", "apps", "deployments", ns, "md-qwen32b"},
+		{"update", "leaderworkerset.x-k8s.io", "leaderworkersets", ns, "lws-llama70b"},
 		{"list", "", "services", ns, ""},
 		{"watch", "rota.dev", "deployschedules", "", ""},
 		{"update", "rota.dev", "deployschedules/status", ns, weekName},
@@ -105,6 +106,7 @@ func TestLeastPrivilegeRBAC(t *testing.T) {
 	for _, a := range []access{
 		{"delete", "apps", "deployments", ns, "md-qwen32b"},
 		{"patch", "apps", "deployments", ns, "md-qwen32b"},
+		{"delete", "leaderworkerset.x-k8s.io", "leaderworkersets", ns, "lws-llama70b"},
 		{"create", "", "pods", ns, ""},
 		{"list", "", "secrets", ns, ""},
 		{"update", "rota.dev", "deployschedules", ns, weekName},
