@@ -2,15 +2,12 @@ package tiering
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/dynamic-resource-allocation/structured"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -174,52 +171,56 @@ func (pl *Tiering) PreBind(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, 
 	return pl.recheck(ctx, pod, s, p)
 }
 
-// PostBind explains the placement: an Event and the rota.dev/tier
-// annotation on the pod, and the placement metrics. It runs after the
-// binding, so a failed write here never costs the pod its placement.
+// PostBind explains the placement: a TieredPlacement Event and the
+// placement metrics. The rota.dev/tier annotation is already on the pod: Bind
+// wrote it with the binding. PostBind runs only after a successful binding,
+// so the Event and the metrics count placements, not attempts.
 func (pl *Tiering) PostBind(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodeName string) {
 	p, err := getPlacement(cs)
 	if err != nil || len(p.devices) == 0 {
 		return
 	}
-	logger := klog.FromContext(ctx)
-	tier, note := explainPlacement(p, pl.args.PolicyVersion)
-	pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeNormal, "TieredPlacement", "Scheduling", "%s", note)
+	pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeNormal, "TieredPlacement", "Scheduling", "%s", placementNote(p, pl.args.PolicyVersion))
 	for _, g := range p.devices {
 		pl.metrics.placements.WithLabelValues(fmt.Sprint(g.tier+1), g.model, pod.Namespace).Inc()
 	}
 	pl.metrics.timeToPlacement.Observe(time.Since(pod.CreationTimestamp.Time).Seconds())
-
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{TierAnnotation: tier}}})
-	if err == nil {
-		_, err = pl.handle.ClientSet().CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{})
-	}
-	if err != nil {
-		logger.Error(err, "Could not annotate pod with its tier", "pod", klog.KObj(pod), "node", nodeName)
-	}
+	klog.FromContext(ctx).V(4).Info("Tiered placement recorded", "pod", klog.KObj(pod), "node", nodeName)
 }
 
-// explainPlacement returns the annotation value ("1/3: H100") and the
-// event note for a placement. With several tiered requests the parts are
-// joined with "; ".
-func explainPlacement(p *placement, policyVersion string) (tier, note string) {
-	var tiers, devices []string
+// tierAnnotation returns the rota.dev/tier value for a placement, e.g.
+// "1/3: H100". With several tiered requests the distinct parts are joined
+// with "; ".
+func tierAnnotation(p *placement) string {
+	tiers := make([]string, 0, len(p.devices))
 	for _, g := range p.devices {
-		label := g.model
-		if label == "" {
-			label = g.tierName
-		}
-		tiers = append(tiers, fmt.Sprintf("%d/%d: %s", g.tier+1, g.tiers, label))
+		tiers = append(tiers, fmt.Sprintf("%d/%d: %s", g.tier+1, g.tiers, g.label()))
+	}
+	return strings.Join(dedupe(tiers), "; ")
+}
+
+// placementNote returns the TieredPlacement event's note: the node, and per
+// granted device its tier, request, pool/device and UUID, then the policy.
+func placementNote(p *placement, policyVersion string) string {
+	devices := make([]string, 0, len(p.devices))
+	for _, g := range p.devices {
 		uuid := g.uuid
 		if uuid == "" {
 			uuid = "unknown UUID"
 		}
 		devices = append(devices, fmt.Sprintf("tier %d/%d: %s (request %s), device %s/%s %s",
-			g.tier+1, g.tiers, label, g.request, g.id.Pool, g.id.Device, uuid))
+			g.tier+1, g.tiers, g.label(), g.request, g.id.Pool, g.id.Device, uuid))
 	}
-	tier = strings.Join(dedupe(tiers), "; ")
-	note = fmt.Sprintf("Placed on node %s: %s; policy %s", p.node, strings.Join(devices, "; "), policyVersion)
-	return tier, note
+	return fmt.Sprintf("Placed on node %s: %s; policy %s", p.node, strings.Join(devices, "; "), policyVersion)
+}
+
+// label names a granted device's tier for people: its model, else the
+// subrequest's name.
+func (g *grantedDevice) label() string {
+	if g.model != "" {
+		return g.model
+	}
+	return g.tierName
 }
 
 func dedupe(in []string) []string {

@@ -18,12 +18,11 @@ func TestExplainPlacement(t *testing.T) {
 		id: structured.MakeDeviceID(testDriver, "node-h100", "gpu-3"), request: "gpu/h100",
 		tier: 0, tiers: 3, tierName: "h100", model: "H100", uuid: "GPU-1234",
 	}}}
-	tier, note := explainPlacement(p, "v9")
-	if diff := cmp.Diff("1/3: H100", tier); diff != "" {
+	if diff := cmp.Diff("1/3: H100", tierAnnotation(p)); diff != "" {
 		t.Errorf("annotation (-want +got):\n%s", diff)
 	}
 	want := "Placed on node node-h100: tier 1/3: H100 (request gpu/h100), device node-h100/gpu-3 GPU-1234; policy v9"
-	if diff := cmp.Diff(want, note); diff != "" {
+	if diff := cmp.Diff(want, placementNote(p, "v9")); diff != "" {
 		t.Errorf("event note (-want +got):\n%s", diff)
 	}
 }
@@ -65,8 +64,7 @@ func TestReserveRechecksHealth(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			tier, _ := explainPlacement(p, "v")
-			if tier != "1/2: H100" || p.devices[0].uuid != "GPU-node-a-0" {
+			if tier := tierAnnotation(p); tier != "1/2: H100" || p.devices[0].uuid != "GPU-node-a-0" {
 				t.Errorf("placement tier %q uuid %q, want 1/2: H100 and GPU-node-a-0", tier, p.devices[0].uuid)
 			}
 		})

@@ -40,6 +40,7 @@ var (
 	_ fwk.PostFilterPlugin  = &Tiering{}
 	_ fwk.ReservePlugin     = &Tiering{}
 	_ fwk.PreBindPlugin     = &Tiering{}
+	_ fwk.BindPlugin        = &Tiering{}
 	_ fwk.PostBindPlugin    = &Tiering{}
 	_ fwk.EnqueueExtensions = &Tiering{}
 	_ fwk.SignPlugin        = &Tiering{}
@@ -52,6 +53,8 @@ const (
 )
 
 // TierAnnotation records on the pod the tier its devices were granted at.
+// Tiering's Bind sets it through the pod's Binding, so it appears in the
+// same write as spec.nodeName.
 const TierAnnotation = "rota.dev/tier"
 
 // Tiering is the plugin. It holds no per-pod state: everything a scheduling
