@@ -14,3 +14,13 @@ func (cp *ControlPlane) InstallCRDs(tb testing.TB) {
 		tb.Fatal(err)
 	}
 }
+
+// InstallCRDsFrom creates every CRD in dir (a test's own fixtures, for
+// example a third-party API Rota drives when it is installed) and waits until
+// each is established.
+func (cp *ControlPlane) InstallCRDsFrom(tb testing.TB, dir string) {
+	tb.Helper()
+	if err := cp.cp.InstallCRDs(context.Background(), dir); err != nil {
+		tb.Fatal(err)
+	}
+}
