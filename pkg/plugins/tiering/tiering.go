@@ -5,8 +5,8 @@
 // Tiering never allocates devices itself. The in-tree DynamicResources plugin
 // filters nodes and allocates; Tiering runs the same structured allocator on
 // the same shared DRA state to learn which tier each feasible node would get,
-// ranks the nodes, re-checks device health before binding, and explains the
-// outcome on the pod.
+// ranks the nodes, re-checks device health before binding, binds the pods it
+// placed with their tier on the Binding, and explains the outcome on the pod.
 package tiering
 
 import (
