@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	fakediscovery "k8s.io/client-go/discovery/fake"
 	"k8s.io/utils/ptr"
 
@@ -99,14 +100,22 @@ func lwsSchedule() *v1alpha1.DeploySchedule {
 	return ds
 }
 
-// At 08:00 the release-first swap scales the LeaderWorkerSet to one group of
-// a leader and a worker with 4 GPUs each, after qwen32b released its 6.
-func TestLeaderWorkerSetSwap(t *testing.T) {
-	e := newEnv(t, at(19, 7, 59), append(poolObjects(), claimTemplate("gpu4", 4))...)
+// lwsPool is the week pool before Monday 08:00 with llama70b as a stopped
+// LeaderWorkerSet of groups of a leader and a worker with 4 GPUs each.
+func lwsPool(t *testing.T, extra ...runtime.Object) *env {
+	t.Helper()
+	e := newEnv(t, at(19, 7, 59), append(append(poolObjects(), claimTemplate("gpu4", 4)), extra...)...)
 	e.installLWSAPI()
 	e.addLWS(leaderWorkerSet("lws-llama70b", 0, 2, "gpu4", "gpu4"))
 	e.addSchedule(lwsSchedule())
 	e.mustPass("pool")
+	return e
+}
+
+// At 08:00 the release-first swap scales the LeaderWorkerSet to one group of
+// a leader and a worker with 4 GPUs each, after qwen32b released its 6.
+func TestLeaderWorkerSetSwap(t *testing.T) {
+	e := lwsPool(t)
 	e.clock.SetTime(at(19, 8, 0))
 	if _, err := e.reconcile("pool"); err != nil {
 		t.Fatal(err)
@@ -156,12 +165,7 @@ func TestLeaderWorkerSetSwap(t *testing.T) {
 // The capacity preview places a whole group: the leader's 4 GPUs fit, the
 // worker's 4 do not, so the start waits and says how many pods fit.
 func TestLeaderWorkerSetPreviewCountsEveryPodOfAGroup(t *testing.T) {
-	objs := append(poolObjects(), claimTemplate("gpu4", 4), allocatedClaim("outsider", "gpu-node", 8, 2))
-	e := newEnv(t, at(19, 7, 59), objs...)
-	e.installLWSAPI()
-	e.addLWS(leaderWorkerSet("lws-llama70b", 0, 2, "gpu4", "gpu4"))
-	e.addSchedule(lwsSchedule())
-	e.mustPass("pool")
+	e := lwsPool(t, allocatedClaim("outsider", "gpu-node", 8, 2))
 	e.clock.SetTime(at(19, 8, 0))
 	for range 4 {
 		e.mustPass("pool")
@@ -182,11 +186,7 @@ func TestLeaderWorkerSetPreviewCountsEveryPodOfAGroup(t *testing.T) {
 func TestLeaderWorkerSetQuotaCountsGroupSize(t *testing.T) {
 	quota := &v1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "gpus"},
 		Spec: v1.ResourceQuotaSpec{Hard: v1.ResourceList{v1.ResourceName(driver + quotaSuffix): resource.MustParse("9")}}}
-	e := newEnv(t, at(19, 7, 59), append(poolObjects(), claimTemplate("gpu4", 4), quota)...)
-	e.installLWSAPI()
-	e.addLWS(leaderWorkerSet("lws-llama70b", 0, 2, "gpu4", "gpu4"))
-	e.addSchedule(lwsSchedule())
-	e.mustPass("pool")
+	e := lwsPool(t, quota)
 	e.clock.SetTime(at(19, 8, 0))
 	e.mustPass("pool")
 	st := e.targetStatus("pool", "llama70b")

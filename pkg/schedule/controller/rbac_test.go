@@ -34,11 +34,7 @@ func TestRBACCoversEveryCall(t *testing.T) {
 	checkCalls(t, rules, e.calls)
 
 	// The same with llama70b served by a LeaderWorkerSet.
-	e = newEnv(t, at(19, 7, 59), append(poolObjects(), claimTemplate("gpu4", 4))...)
-	e.installLWSAPI()
-	e.addLWS(leaderWorkerSet("lws-llama70b", 0, 2, "gpu4", "gpu4"))
-	e.addSchedule(lwsSchedule())
-	e.mustPass("pool")
+	e = lwsPool(t)
 	for _, now := range []time.Time{at(19, 8, 0), at(19, 18, 0)} {
 		e.clock.SetTime(now)
 		for range 5 {
