@@ -3,6 +3,7 @@ package controller
 import (
 	"strings"
 	"testing"
+	"time"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	v1 "k8s.io/api/core/v1"
@@ -87,6 +88,17 @@ func (e *env) settleLWS(name string) {
 	}
 }
 
+// passesWithLWS runs n passes of the "pool" schedule 5 s apart, the
+// LeaderWorkerSet's status following its spec after each.
+func (e *env) passesWithLWS(n int) {
+	e.t.Helper()
+	for range n {
+		e.mustPass("pool")
+		e.settleLWS("lws-llama70b")
+		e.clock.Step(5 * time.Second)
+	}
+}
+
 // installLWSAPI makes discovery serve the LeaderWorkerSet API.
 func (e *env) installLWSAPI() {
 	e.client.Discovery().(*fakediscovery.FakeDiscovery).Resources = append(e.client.Discovery().(*fakediscovery.FakeDiscovery).Resources,
@@ -124,11 +136,7 @@ func TestLeaderWorkerSetSwap(t *testing.T) {
 		t.Fatalf("LeaderWorkerSet scaled to %d before qwen32b released its GPUs", got)
 	}
 	e.settle(true)
-	for range 5 {
-		e.mustPass("pool")
-		e.settleLWS("lws-llama70b")
-		e.clock.Step(5e9)
-	}
+	e.passesWithLWS(5)
 	e.mustPass("pool")
 	if got := e.lwsReplicas("lws-llama70b"); got != 1 {
 		t.Fatalf("LeaderWorkerSet replicas = %d, want 1 group", got)
@@ -149,11 +157,7 @@ func TestLeaderWorkerSetSwap(t *testing.T) {
 	}
 	// The stop at 18:00 remembers the group count for an unpinned start.
 	e.clock.SetTime(at(19, 18, 0))
-	for range 5 {
-		e.mustPass("pool")
-		e.settleLWS("lws-llama70b")
-		e.clock.Step(5e9)
-	}
+	e.passesWithLWS(5)
 	if got := e.lwsReplicas("lws-llama70b"); got != 0 {
 		t.Fatalf("LeaderWorkerSet replicas at 18:00 = %d, want 0", got)
 	}
@@ -169,7 +173,7 @@ func TestLeaderWorkerSetPreviewCountsEveryPodOfAGroup(t *testing.T) {
 	e.clock.SetTime(at(19, 8, 0))
 	for range 4 {
 		e.mustPass("pool")
-		e.clock.Step(5e9)
+		e.clock.Step(5 * time.Second)
 	}
 	st := e.targetStatus("pool", "llama70b")
 	if st.Reason != ReasonCapacityWait || !strings.Contains(st.Message, "1 of 2 pods fit") {

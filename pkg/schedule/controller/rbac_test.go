@@ -37,11 +37,7 @@ func TestRBACCoversEveryCall(t *testing.T) {
 	e = lwsPool(t)
 	for _, now := range []time.Time{at(19, 8, 0), at(19, 18, 0)} {
 		e.clock.SetTime(now)
-		for range 5 {
-			e.mustPass("pool")
-			e.settleLWS("lws-llama70b")
-			e.clock.Step(5 * time.Second)
-		}
+		e.passesWithLWS(5)
 	}
 	if !e.calls["update leaderworkerset.x-k8s.io/leaderworkersets"] {
 		t.Errorf("the LeaderWorkerSet run never updated the LeaderWorkerSet; calls: %v", e.calls)
