@@ -258,17 +258,22 @@ func (k *Kubelet) syncDeleting(ctx context.Context, key string, pod *v1.Pod, st 
 
 // syncRunning starts a bound pod after StartDelay and makes it Ready after
 // ReadyDelay more.
+//
+// What the kubelet did is kept in st, not read back from the pod: the pod
+// comes from the informer, which may not yet show the status this kubelet
+// wrote. A wake-up that found such a stale Pending copy used to start the pod
+// a second time and push its ready time out by the whole ReadyDelay, so the
+// pod never became Ready on a clock that was not stepped again.
 func (k *Kubelet) syncRunning(ctx context.Context, key string, pod *v1.Pod, st *podState, now time.Time) {
 	logger := klog.FromContext(ctx)
 	if st.boundAt.IsZero() {
 		st.boundAt = now
 	}
-	running := pod.Status.Phase == v1.PodRunning
-	if running && st.startedAt.IsZero() {
+	if pod.Status.Phase == v1.PodRunning && st.startedAt.IsZero() {
 		// Started before this kubelet came up.
 		st.startedAt = now
 	}
-	if !running {
+	if st.startedAt.IsZero() {
 		if at := st.boundAt.Add(k.o.StartDelay); now.Before(at) {
 			k.after(key, at)
 			return
@@ -281,7 +286,7 @@ func (k *Kubelet) syncRunning(ctx context.Context, key string, pod *v1.Pod, st *
 		st.startedAt = now
 	}
 	ready := !now.Before(st.startedAt.Add(k.o.ReadyDelay))
-	if !running || (ready && !isReady(pod)) {
+	if pod.Status.Phase != v1.PodRunning || (ready && !isReady(pod)) {
 		if err := k.updateStatus(ctx, pod, st, ready); err != nil {
 			if apierrors.IsConflict(err) {
 				k.queue.Add(key) // the informer brings the newer pod

@@ -12,7 +12,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 	drapb "k8s.io/kubelet/pkg/apis/dra/v1"
@@ -58,30 +60,43 @@ type harness struct {
 	t      *testing.T
 	ctx    context.Context
 	client *fake.Clientset
+	cancel context.CancelFunc
 	clock  *clocktesting.FakeClock
 	plugin *recordingPlugin
 }
 
 func start(t *testing.T, o Options) *harness {
 	t.Helper()
+	h := newHarness(t)
+	h.run(o)
+	return h
+}
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
 	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.Verbosity(4)))
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logger))
-	h := &harness{t: t, ctx: ctx, client: fake.NewClientset(),
+	t.Cleanup(cancel)
+	return &harness{t: t, ctx: ctx, cancel: cancel, client: fake.NewClientset(),
 		clock: clocktesting.NewFakeClock(time.Date(2026, 3, 2, 7, 0, 0, 0, time.UTC)), plugin: &recordingPlugin{}}
+}
+
+// run starts a kubelet for node-a on the harness's client and clock.
+func (h *harness) run(o Options) {
+	h.t.Helper()
 	o.Client, o.Clock, o.Preparer, o.NodeName = h.client, h.clock, h.plugin, "node-a"
 	k, err := New(o)
 	if err != nil {
-		t.Fatal(err)
+		h.t.Fatal(err)
 	}
 	done := make(chan error)
-	go func() { done <- k.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
+	go func() { done <- k.Run(h.ctx) }()
+	h.t.Cleanup(func() {
+		h.cancel()
 		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
+			h.t.Errorf("Run: %v", err)
 		}
 	})
-	return h
 }
 
 // eventually polls until check passes; it measures nothing.
@@ -177,6 +192,39 @@ func TestPodStartsAfterDelaysOnTheClock(t *testing.T) {
 	h.eventually("pod Ready", func() bool { return isReady(h.pod("train")) })
 	if phase, _ := phaseAndReady(h.pod("elsewhere")); phase != v1.PodPending {
 		t.Errorf("a pod of another node is %s", phase)
+	}
+}
+
+// TestReadyWhileTheInformerLags holds back every pod event after the first,
+// so the kubelet's wake-ups see the pod as it was created (Pending) although
+// it wrote Running itself. The pod must still become Ready once ReadyDelay
+// has passed since it started, not ReadyDelay after the stale wake-up.
+func TestReadyWhileTheInformerLags(t *testing.T) {
+	h := newHarness(t)
+	pods := watch.NewRaceFreeFake()
+	h.client.PrependWatchReactor("pods", func(k8stesting.Action) (bool, watch.Interface, error) {
+		return true, pods, nil
+	})
+	h.run(Options{StartDelay: 5 * time.Second, ReadyDelay: 20 * time.Second, MaxGracePeriod: -1})
+	if _, err := h.client.ResourceV1().ResourceClaims("ml").Create(h.ctx, allocatedClaim("train-gpu"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pod, err := h.client.CoreV1().Pods("ml").Create(h.ctx, boundPod("train", "node-a"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pods.Add(pod) // the only event the informer gets
+
+	h.step(5 * time.Second)
+	h.eventually("pod Running", func() bool { p, _ := phaseAndReady(h.pod("train")); return p == v1.PodRunning })
+	h.step(20 * time.Second)
+	h.eventually("pod Ready", func() bool { return isReady(h.pod("train")) })
+	p := h.pod("train")
+	if got, want := p.Status.ContainerStatuses[0].State.Running.StartedAt.Time, h.clock.Now().Add(-20*time.Second); !got.Equal(want) {
+		t.Errorf("container started at %v, want %v (started once)", got, want)
+	}
+	if prepared, _ := h.plugin.calls(); len(prepared) != 1 {
+		t.Errorf("prepared claims = %v, want one prepare", prepared)
 	}
 }
 
