@@ -167,7 +167,10 @@ func (c *Cluster) Settle(ctx context.Context, quiet, limit time.Duration) error 
 			return ctx.Err()
 		case <-tick.C:
 		}
-		due := false
+		// A timer that is due, or fired with its receiver not yet done
+		// (a kubelet's wake-up, a work queue's delayed add), is work that
+		// no object change shows yet.
+		due := c.opts.Clock.Pending() > 0
 		if next, ok := c.opts.Clock.Next(); ok && !next.After(c.opts.Clock.Now()) {
 			due = true
 		}

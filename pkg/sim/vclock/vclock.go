@@ -21,7 +21,17 @@ type Clock struct {
 	mu      sync.Mutex
 	now     time.Time
 	waiters []*waiter
+	// running counts AfterFunc callbacks started and not yet returned;
+	// delivered holds one-shot channel timers that fired, until their value
+	// is read, the timer is stopped or reset, or abandonAfter passes.
+	running   int
+	delivered map[*waiter]time.Time
 }
+
+// abandonAfter is how long (real time) a fired, unread timer value counts
+// as pending. A receiver that took another branch of its select and never
+// stops the timer would otherwise keep the clock busy for ever.
+const abandonAfter = time.Second
 
 var _ clock.WithTickerAndDelayedExecution = &Clock{}
 
@@ -88,8 +98,12 @@ func (c *Clock) SetTime(t time.Time) {
 			c.waiters = c.waiters[1:]
 		}
 		now := c.now
+		c.running++ // off the clock, not yet fired: still pending
 		c.mu.Unlock()
 		w.fire(now)
+		c.mu.Lock()
+		c.running--
+		c.mu.Unlock()
 	}
 }
 
@@ -97,32 +111,75 @@ func (c *Clock) SetTime(t time.Time) {
 func (c *Clock) Step(d time.Duration) { c.SetTime(c.Now().Add(d)) }
 
 func (w *waiter) fire(now time.Time) {
+	c := w.c
 	if w.fn != nil {
-		go w.fn()
+		c.mu.Lock()
+		c.running++
+		c.mu.Unlock()
+		go func() {
+			defer func() {
+				c.mu.Lock()
+				c.running--
+				c.mu.Unlock()
+			}()
+			w.fn()
+		}()
 		return
 	}
 	select {
 	case w.ch <- now:
+		if w.period == 0 {
+			c.mu.Lock()
+			if c.delivered == nil {
+				c.delivered = map[*waiter]time.Time{}
+			}
+			c.delivered[w] = time.Now()
+			c.mu.Unlock()
+		}
 	default:
 	}
+}
+
+// Pending says how many timers fired whose receivers may not have acted yet:
+// AfterFunc callbacks still running, and one-shot timer values not yet read
+// from their channel. A simulation that waits for quiet must count them as
+// work in flight: between a timer leaving the clock and its callback queueing
+// work, nothing else shows that something is about to happen.
+func (c *Clock) Pending() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.running
+	for w, at := range c.delivered {
+		if len(w.ch) == 0 || time.Since(at) > abandonAfter {
+			delete(c.delivered, w)
+			continue
+		}
+		n++
+	}
+	return n
 }
 
 func (c *Clock) add(w *waiter) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if w.period == 0 && !w.at.After(c.now) {
-		go w.fireUnlocked(c.now)
+		c.running++
+		go func(now time.Time) {
+			w.fire(now)
+			c.mu.Lock()
+			c.running--
+			c.mu.Unlock()
+		}(c.now)
 		return
 	}
 	c.waiters = append(c.waiters, w)
 }
 
-func (w *waiter) fireUnlocked(now time.Time) { w.fire(now) }
-
 // remove takes w off the clock and says whether it was waiting.
 func (c *Clock) remove(w *waiter) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	delete(c.delivered, w)
 	for i, x := range c.waiters {
 		if x == w {
 			c.waiters = append(c.waiters[:i], c.waiters[i+1:]...)

@@ -62,3 +62,40 @@ func TestAfterFuncAndReset(t *testing.T) {
 		t.Errorf("clock moved backwards to %v", c.Now())
 	}
 }
+
+func TestPendingCoversFiredTimersUntilTheirReceiversAct(t *testing.T) {
+	c := New(t0)
+	release := make(chan struct{})
+	ran := make(chan struct{})
+	c.AfterFunc(time.Minute, func() { <-release; close(ran) })
+	read := c.NewTimer(time.Minute)
+	stopped := c.NewTimer(time.Minute)
+	c.NewTicker(time.Second) // tickers are not events
+	if n := c.Pending(); n != 0 {
+		t.Fatalf("Pending before anything fired = %d", n)
+	}
+
+	c.Step(time.Minute)
+	if _, ok := c.Next(); ok {
+		t.Fatal("a one-shot timer still waits on the clock")
+	}
+	if n := c.Pending(); n != 3 {
+		t.Errorf("Pending after the step = %d, want 3 (a running callback, two unread timers)", n)
+	}
+	<-read.C()
+	stopped.Stop()
+	if n := c.Pending(); n != 1 {
+		t.Errorf("Pending with the values read or stopped = %d, want 1 (the callback)", n)
+	}
+	close(release)
+	<-ran
+	for c.Pending() != 0 {
+		time.Sleep(time.Millisecond) // the callback's goroutine returns after close(ran)
+	}
+
+	late := c.After(-time.Second) // already due: fires on its own goroutine
+	if c.Pending() == 0 {
+		t.Error("a timer due when made is not pending before it is read")
+	}
+	<-late
+}
