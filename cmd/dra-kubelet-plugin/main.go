@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"time"
 
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
+
 	"k8s.io/klog/v2"
 
 	"github.com/rota-dev/rota/pkg/driver/app"
@@ -52,7 +54,7 @@ func run(args []string, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	logger := klog.Background().WithName("gpu.rota.dev")
+	logger := klog.Background().WithName(gpuv1.DriverName)
 	ctx = klog.NewContext(ctx, logger)
 
 	if discover {

@@ -8,11 +8,13 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
+	rotav1 "github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
+
 	"github.com/spf13/cobra"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
@@ -34,8 +36,6 @@ type gpuRow struct {
 	VRAMUsedMiB int64    `json:"vramUsedMiB,omitempty"`
 	VRAMMiB     int64    `json:"vramBudgetMiB,omitempty"`
 }
-
-var reservationsGVR = schema.GroupVersionResource{Group: "rota.dev", Version: "v1alpha1", Resource: "gpureservations"}
 
 func newPoolCommand(o *options) *cobra.Command {
 	var driver string
@@ -61,7 +61,7 @@ func newPoolCommand(o *options) *cobra.Command {
 			return writePool(o.streams.Out, rows)
 		},
 	}
-	cmd.Flags().StringVar(&driver, "driver", "gpu.rota.dev", "DRA driver whose devices are listed")
+	cmd.Flags().StringVar(&driver, "driver", gpuv1.DriverName, "DRA driver whose devices are listed")
 	return cmd
 }
 
@@ -77,7 +77,7 @@ func poolRows(ctx context.Context, client kubernetes.Interface, dyn dynamic.Inte
 	// Reservations are optional: without the CRD (or the right to read it)
 	// the column stays empty.
 	var reservations []rotav1alpha1.GPUReservation
-	if list, err := dyn.Resource(reservationsGVR).Namespace("").List(ctx, metav1.ListOptions{}); err == nil {
+	if list, err := dyn.Resource(rotav1.GPUReservationsResource).Namespace("").List(ctx, metav1.ListOptions{}); err == nil {
 		for _, item := range list.Items {
 			var r rotav1alpha1.GPUReservation
 			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(item.Object, &r); err == nil {
@@ -118,7 +118,7 @@ func buildRows(slices []resourceapi.ResourceSlice, claims []resourceapi.Resource
 				h.pods = append(h.pods, c.Namespace+"/(claim "+c.Name+")")
 			}
 			h.tenants = append(h.tenants, c.Namespace)
-			if q, ok := r.ConsumedCapacity["memory"]; ok {
+			if q, ok := r.ConsumedCapacity[gpuv1.CapacityMemory]; ok {
 				h.usedMiB += q.Value() >> 20
 			}
 		}
@@ -142,13 +142,13 @@ func buildRows(slices []resourceapi.ResourceSlice, claims []resourceapi.Resource
 			d := &s.Spec.Devices[i]
 			row := gpuRow{
 				Node: *s.Spec.NodeName, Device: d.Name, Health: "Healthy",
-				Model: waits.StringAttribute(d, driver, "model"), UUID: waits.StringAttribute(d, driver, "uuid"),
+				Model: waits.StringAttribute(d, driver, gpuv1.AttributeModel), UUID: waits.StringAttribute(d, driver, gpuv1.AttributeUUID),
 				Shared: d.AllowMultipleAllocations != nil && *d.AllowMultipleAllocations,
 			}
 			var taints []string
 			for _, t := range d.Taints {
 				if t.Effect == resourceapi.DeviceTaintEffectNoSchedule || t.Effect == resourceapi.DeviceTaintEffectNoExecute {
-					if t.Key == "rota.dev/reserved" {
+					if t.Key == gpuv1.ReservedTaintKey {
 						continue
 					}
 					taints = append(taints, strings.TrimSpace(t.Key+" "+t.Value))
@@ -167,7 +167,7 @@ func buildRows(slices []resourceapi.ResourceSlice, claims []resourceapi.Resource
 				}
 			}
 			if row.Shared && row.VRAMMiB == 0 {
-				if q, ok := d.Capacity["memory"]; ok {
+				if q, ok := d.Capacity[gpuv1.CapacityMemory]; ok {
 					row.VRAMMiB = q.Value.Value() >> 20
 				}
 			}

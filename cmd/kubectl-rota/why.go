@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
+
 	"github.com/spf13/cobra"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,9 +18,6 @@ import (
 
 	"github.com/rota-dev/rota/pkg/waits"
 )
-
-// tierAnnotation is where the Tiering plugin records the granted tier.
-const tierAnnotation = "rota.dev/tier"
 
 // decisionReasons are the events that record a scheduling decision.
 var decisionReasons = map[string]bool{"Scheduled": true, "FailedScheduling": true, "TieredPlacement": true}
@@ -97,7 +96,7 @@ func eventTime(e v1.Event) time.Time {
 
 // explainPod builds the report from the pod and its events.
 func explainPod(pod *v1.Pod, evs []v1.Event) whyReport {
-	r := whyReport{Pod: pod.Namespace + "/" + pod.Name, Node: pod.Spec.NodeName, Tier: pod.Annotations[tierAnnotation]}
+	r := whyReport{Pod: pod.Namespace + "/" + pod.Name, Node: pod.Spec.NodeName, Tier: pod.Annotations[gpuv1.TierAnnotation]}
 	switch c := waits.Current(pod); {
 	case c != nil && c.Status == v1.ConditionTrue && pod.Spec.NodeName == "":
 		r.Waiting, r.Reason, r.Message, r.Since = true, c.Reason, c.Message, c.LastTransitionTime.Time

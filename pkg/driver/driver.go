@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"sync"
 
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
+
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -54,7 +56,7 @@ func New(cfg Config) *Driver { return &Driver{cfg: cfg} }
 // whenever their health changes, until ctx ends.
 func (d *Driver) Start(ctx context.Context, opts ...kubeletplugin.Option) (*kubeletplugin.Helper, error) {
 	opts = append([]kubeletplugin.Option{
-		kubeletplugin.DriverName(resources.DriverName),
+		kubeletplugin.DriverName(gpuv1.DriverName),
 		kubeletplugin.NodeName(d.cfg.NodeName),
 	}, opts...)
 	helper, err := kubeletplugin.Start(ctx, d, opts...)

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
+
 	"github.com/google/go-cmp/cmp"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,7 +23,6 @@ import (
 	"github.com/rota-dev/rota/pkg/driver/gpu"
 	"github.com/rota-dev/rota/pkg/driver/gpu/gputest"
 	"github.com/rota-dev/rota/pkg/driver/health"
-	"github.com/rota-dev/rota/pkg/driver/resources"
 	"github.com/rota-dev/rota/pkg/driver/state"
 	"github.com/rota-dev/rota/pkg/driver/timeslice"
 )
@@ -53,7 +54,7 @@ func claim(name, device string) *resourceapi.ResourceClaim {
 	return &resourceapi.ResourceClaim{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("uid-" + name)},
 		Status: resourceapi.ResourceClaimStatus{Allocation: &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{
-			Results: []resourceapi.DeviceRequestAllocationResult{{Request: "gpu", Driver: resources.DriverName, Pool: "node-a", Device: device}},
+			Results: []resourceapi.DeviceRequestAllocationResult{{Request: "gpu", Driver: gpuv1.DriverName, Pool: "node-a", Device: device}},
 		}}},
 	}
 }

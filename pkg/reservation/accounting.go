@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
+
 	resourceapi "k8s.io/api/resource/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,7 +20,7 @@ import (
 
 // DefaultQuotaDeviceClass is the DeviceClass a reservation is charged to in
 // its namespace's ResourceQuota: the class ordinary GPU claims use.
-const DefaultQuotaDeviceClass = "gpu.rota.dev"
+const DefaultQuotaDeviceClass = gpuv1.DeviceClassName
 
 // ReasonQuotaExceeded: the namespace's ResourceQuota has no room for the
 // reservation's GPUs.
@@ -33,7 +35,7 @@ func QuotaClaimName(res *rotav1.GPUReservation) string { return "gpureservation-
 // allocated inside the reservation, and is charged to this class, which no
 // quota needs to limit (it never yields more than the GPUs already charged).
 func ClassName(namespace, name string) string {
-	return TaintValue(namespace, name) + ".reservation.rota.dev"
+	return TaintValue(namespace, name) + gpuv1.ReservationClassSuffix
 }
 
 // quotaClaim is a ResourceClaim asking for the reservation's GPU count of
@@ -45,9 +47,9 @@ func quotaClaim(res *rotav1.GPUReservation, class string, count int64) *resource
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: res.Namespace,
 			Name:      QuotaClaimName(res),
-			Labels:    map[string]string{LabelNamespace: res.Namespace, LabelName: res.Name},
+			Labels:    map[string]string{gpuv1.ReservationNamespaceLabel: res.Namespace, gpuv1.ReservationNameLabel: res.Name},
 			Annotations: map[string]string{
-				"rota.dev/purpose": "Charges the GPUs held by GPUReservation " + res.Name + " to this namespace's ResourceQuota once; never allocated.",
+				gpuv1.PurposeAnnotation: "Charges the GPUs held by GPUReservation " + res.Name + " to this namespace's ResourceQuota once; never allocated.",
 			},
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion: rotav1.SchemeGroupVersion.String(), Kind: "GPUReservation", Name: res.Name, UID: res.UID, Controller: ptr.To(true),
@@ -75,16 +77,16 @@ func memberClass(res *rotav1.GPUReservation, held []GPU) (*resourceapi.DeviceCla
 	class := &resourceapi.DeviceClass{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:   ClassName(res.Namespace, res.Name),
-			Labels: map[string]string{LabelNamespace: res.Namespace, LabelName: res.Name},
+			Labels: map[string]string{gpuv1.ReservationNamespaceLabel: res.Namespace, gpuv1.ReservationNameLabel: res.Name},
 		},
 		Spec: resourceapi.DeviceClassSpec{Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{
-			Expression: fmt.Sprintf("device.driver == %q && device.attributes[%q].uuid in [%s]", DriverName, DriverName, strings.Join(quoted, ", ")),
+			Expression: fmt.Sprintf("device.driver == %q && device.attributes[%q].uuid in [%s]", gpuv1.DriverName, gpuv1.DriverName, strings.Join(quoted, ", ")),
 		}}}},
 	}
 	if res.Spec.Mode == rotav1.ReservationTimeSliced {
 		class.Spec.Config = []resourceapi.DeviceClassConfiguration{{DeviceConfiguration: resourceapi.DeviceConfiguration{
-			Opaque: &resourceapi.OpaqueDeviceConfiguration{Driver: DriverName, Parameters: runtime.RawExtension{
-				Raw: []byte(`{"apiVersion":"gpu.rota.dev/v1alpha1","kind":"GpuConfig","sharing":{"strategy":"TimeSlicing"}}`),
+			Opaque: &resourceapi.OpaqueDeviceConfiguration{Driver: gpuv1.DriverName, Parameters: runtime.RawExtension{
+				Raw: []byte(fmt.Sprintf(`{"apiVersion":%q,"kind":%q,"sharing":{"strategy":%q}}`, gpuv1.APIVersion, gpuv1.Kind, gpuv1.TimeSlicing)),
 			}},
 		}}}
 	}

@@ -7,7 +7,7 @@ import (
 
 	resourceapi "k8s.io/api/resource/v1"
 
-	"github.com/rota-dev/rota/pkg/driver/config"
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
 )
 
 // DefaultHeadroom is the share of a GPU's memory members may budget when the
@@ -55,10 +55,10 @@ func BudgetMiB(memoryMiB, headroom int64) int64 {
 func ClaimMemoryMiB(claim *resourceapi.ResourceClaim) (*int64, error) {
 	var mem *int64
 	for i, c := range claim.Spec.Devices.Config {
-		if c.Opaque == nil || c.Opaque.Driver != DriverName {
+		if c.Opaque == nil || c.Opaque.Driver != gpuv1.DriverName {
 			continue
 		}
-		cfg, err := config.Decode(c.Opaque.Parameters.Raw)
+		cfg, err := gpuv1.Decode(c.Opaque.Parameters.Raw)
 		if err != nil {
 			return nil, fmt.Errorf("claim %s/%s spec.devices.config[%d].opaque.parameters: %w", claim.Namespace, claim.Name, i, err)
 		}

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
+
 	"github.com/google/go-cmp/cmp"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -52,7 +54,7 @@ func TestBudgetMiB(t *testing.T) {
 func claimWithConfigs(raws ...string) *resourceapi.ResourceClaim {
 	c := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c"}}
 	for _, raw := range raws {
-		driver := DriverName
+		driver := gpuv1.DriverName
 		if strings.HasPrefix(raw, "other:") {
 			driver, raw = "other.example.com", strings.TrimPrefix(raw, "other:")
 		}

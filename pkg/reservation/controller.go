@@ -79,7 +79,7 @@ type Options struct {
 	// Recorder writes events; its scheme must know GPUReservation. Nil: the
 	// controller records through a broadcaster of its own.
 	Recorder record.EventRecorder
-	// Factory and DynFactory (serving GVR) are shared informer factories the
+	// Factory and DynFactory (serving rotav1.GPUReservationsResource) are shared informer factories the
 	// caller starts; nil: the controller makes its own and starts them in Run.
 	Factory    informers.SharedInformerFactory
 	DynFactory dynamicinformer.DynamicSharedInformerFactory
@@ -135,7 +135,7 @@ func New(opts Options) (*Controller, error) {
 		dynFactory = dynamicinformer.NewDynamicSharedInformerFactory(opts.Dynamic, 0)
 		c.ownFactories = append(c.ownFactories, dynFactory)
 	}
-	resInformer := dynFactory.ForResource(GVR)
+	resInformer := dynFactory.ForResource(rotav1.GPUReservationsResource)
 	c.reservations = resInformer.Lister()
 	sliceInf := factory.Resource().V1().ResourceSlices()
 	claimInf := factory.Resource().V1().ResourceClaims()

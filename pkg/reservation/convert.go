@@ -5,14 +5,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	rotav1 "github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
 )
-
-// GVR is the resource of GPUReservations. Rota has no generated clientset;
-// reservations travel through the dynamic client.
-var GVR = schema.GroupVersionResource{Group: rotav1.GroupName, Version: "v1alpha1", Resource: "gpureservations"}
 
 // FromObject converts what a dynamic informer or client returns.
 func FromObject(obj any) (*rotav1.GPUReservation, error) {

@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"slices"
 
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
+
 	resourceapi "k8s.io/api/resource/v1"
 )
 
@@ -39,7 +41,7 @@ func NodeGPUs(node string, sliceList []*resourceapi.ResourceSlice, claims []*res
 			continue
 		}
 		for _, r := range c.Status.Allocation.Devices.Results {
-			if r.Driver == DriverName {
+			if r.Driver == gpuv1.DriverName {
 				allocated[deviceKey{r.Pool, r.Device}] = true
 			}
 		}
@@ -47,36 +49,36 @@ func NodeGPUs(node string, sliceList []*resourceapi.ResourceSlice, claims []*res
 	reserved := map[deviceKey]string{}
 	for _, r := range rules {
 		sel := r.Spec.DeviceSelector
-		if r.Spec.Taint.Key != TaintKey || sel == nil || sel.Pool == nil || sel.Device == nil {
+		if r.Spec.Taint.Key != gpuv1.ReservedTaintKey || sel == nil || sel.Pool == nil || sel.Device == nil {
 			continue
 		}
-		if sel.Driver != nil && *sel.Driver != DriverName {
+		if sel.Driver != nil && *sel.Driver != gpuv1.DriverName {
 			continue
 		}
 		reserved[deviceKey{*sel.Pool, *sel.Device}] = r.Spec.Taint.Value
 	}
 	var out []GPU
 	for _, s := range sliceList {
-		if s.Spec.Driver != DriverName || s.Spec.NodeName == nil || *s.Spec.NodeName != node {
+		if s.Spec.Driver != gpuv1.DriverName || s.Spec.NodeName == nil || *s.Spec.NodeName != node {
 			continue
 		}
 		for i := range s.Spec.Devices {
 			d := &s.Spec.Devices[i]
 			g := GPU{Pool: s.Spec.Pool.Name, Device: d.Name, Healthy: true}
-			if a, ok := d.Attributes["uuid"]; ok && a.StringValue != nil {
+			if a, ok := d.Attributes[gpuv1.AttributeUUID]; ok && a.StringValue != nil {
 				g.UUID = *a.StringValue
 			}
-			if a, ok := d.Attributes["model"]; ok && a.StringValue != nil {
+			if a, ok := d.Attributes[gpuv1.AttributeModel]; ok && a.StringValue != nil {
 				g.Model = *a.StringValue
 			}
-			if a, ok := d.Attributes["index"]; ok && a.IntValue != nil {
+			if a, ok := d.Attributes[gpuv1.AttributeIndex]; ok && a.IntValue != nil {
 				g.Index = *a.IntValue
 			}
-			if c, ok := d.Capacity["memory"]; ok {
+			if c, ok := d.Capacity[gpuv1.CapacityMemory]; ok {
 				g.MemoryMiB = c.Value.Value() >> 20
 			}
 			for _, t := range d.Taints {
-				if t.Key == UnhealthyTaintKey && t.Effect != resourceapi.DeviceTaintEffectNone {
+				if t.Key == gpuv1.UnhealthyTaintKey && t.Effect != resourceapi.DeviceTaintEffectNone {
 					g.Healthy = false
 				}
 			}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
+
 	resourceapi "k8s.io/api/resource/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -49,8 +51,8 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if res.DeletionTimestamp != nil {
 		return c.release(ctx, res)
 	}
-	if !slices.Contains(res.Finalizers, Finalizer) {
-		res.Finalizers = append(res.Finalizers, Finalizer)
+	if !slices.Contains(res.Finalizers, gpuv1.ReservationFinalizer) {
+		res.Finalizers = append(res.Finalizers, gpuv1.ReservationFinalizer)
 		if res, err = c.update(ctx, res); err != nil {
 			return err
 		}
@@ -167,7 +169,7 @@ func (c *Controller) ensureRules(ctx context.Context, res *rotav1.GPUReservation
 
 // deleteRules removes the reservation's rules that are not in keep.
 func (c *Controller) deleteRules(ctx context.Context, namespace, name string, keep map[string]*resourceapi.DeviceTaintRule) error {
-	sel := labels.SelectorFromSet(labels.Set{LabelNamespace: namespace, LabelName: name})
+	sel := labels.SelectorFromSet(labels.Set{gpuv1.ReservationNamespaceLabel: namespace, gpuv1.ReservationNameLabel: name})
 	rules, err := c.rules.List(sel)
 	if err != nil {
 		return fmt.Errorf("listing DeviceTaintRules of %s/%s: %w", namespace, name, err)
@@ -187,7 +189,7 @@ func (c *Controller) deleteRules(ctx context.Context, namespace, name string, ke
 // release runs while the reservation is being deleted: phase Releasing,
 // rules gone, then the finalizer.
 func (c *Controller) release(ctx context.Context, res *rotav1.GPUReservation) error {
-	if !slices.Contains(res.Finalizers, Finalizer) {
+	if !slices.Contains(res.Finalizers, gpuv1.ReservationFinalizer) {
 		return nil
 	}
 	if res.Status.Phase != rotav1.ReservationReleasing {
@@ -208,7 +210,7 @@ func (c *Controller) release(ctx context.Context, res *rotav1.GPUReservation) er
 	if err := c.ensureQuotaClaim(ctx, res, 0); err != nil {
 		return err
 	}
-	res.Finalizers = slices.DeleteFunc(res.Finalizers, func(f string) bool { return f == Finalizer })
+	res.Finalizers = slices.DeleteFunc(res.Finalizers, func(f string) bool { return f == gpuv1.ReservationFinalizer })
 	_, err := c.update(ctx, res)
 	return err
 }
@@ -218,7 +220,7 @@ func (c *Controller) update(ctx context.Context, res *rotav1.GPUReservation) (*r
 	if err != nil {
 		return nil, err
 	}
-	out, err := c.dynamic.Resource(GVR).Namespace(res.Namespace).Update(ctx, u, metav1.UpdateOptions{})
+	out, err := c.dynamic.Resource(rotav1.GPUReservationsResource).Namespace(res.Namespace).Update(ctx, u, metav1.UpdateOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("updating GPUReservation %s/%s: %w", res.Namespace, res.Name, err)
 	}
@@ -230,7 +232,7 @@ func (c *Controller) updateStatus(ctx context.Context, res *rotav1.GPUReservatio
 	if err != nil {
 		return err
 	}
-	if _, err := c.dynamic.Resource(GVR).Namespace(res.Namespace).UpdateStatus(ctx, u, metav1.UpdateOptions{}); err != nil {
+	if _, err := c.dynamic.Resource(rotav1.GPUReservationsResource).Namespace(res.Namespace).UpdateStatus(ctx, u, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("updating status of GPUReservation %s/%s: %w", res.Namespace, res.Name, err)
 	}
 	return nil
@@ -243,5 +245,5 @@ func sameRule(cur, want *resourceapi.DeviceTaintRule) bool {
 	a, b := cur.Spec.Taint, want.Spec.Taint
 	return a.Key == b.Key && a.Value == b.Value && a.Effect == b.Effect &&
 		apiequality.Semantic.DeepEqual(cur.Spec.DeviceSelector, want.Spec.DeviceSelector) &&
-		cur.Labels[LabelNamespace] == want.Labels[LabelNamespace] && cur.Labels[LabelName] == want.Labels[LabelName]
+		cur.Labels[gpuv1.ReservationNamespaceLabel] == want.Labels[gpuv1.ReservationNamespaceLabel] && cur.Labels[gpuv1.ReservationNameLabel] == want.Labels[gpuv1.ReservationNameLabel]
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
+
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	rotav1 "github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
@@ -48,7 +50,7 @@ func Select(res *rotav1.GPUReservation, gpus []GPU) ([]GPU, error) {
 		return held, nil
 	}
 	if len(gpus) == 0 {
-		return nil, &SelectionError{ReasonNoGPUs, fmt.Sprintf("node %s publishes no GPUs of driver %s (spec.nodeName)", res.Spec.NodeName, DriverName)}
+		return nil, &SelectionError{ReasonNoGPUs, fmt.Sprintf("node %s publishes no GPUs of driver %s (spec.nodeName)", res.Spec.NodeName, gpuv1.DriverName)}
 	}
 	free := func(g GPU) string {
 		switch {

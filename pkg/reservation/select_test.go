@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
+
 	"github.com/google/go-cmp/cmp"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -22,7 +24,7 @@ func slice(n int, unhealthy ...int) *resourceapi.ResourceSlice {
 		bad[i] = true
 	}
 	s := &resourceapi.ResourceSlice{Spec: resourceapi.ResourceSliceSpec{
-		Driver: DriverName, NodeName: ptr.To("n1"), Pool: resourceapi.ResourcePool{Name: "n1"},
+		Driver: gpuv1.DriverName, NodeName: ptr.To("n1"), Pool: resourceapi.ResourcePool{Name: "n1"},
 	}}
 	for i := range n {
 		d := resourceapi.Device{
@@ -35,7 +37,7 @@ func slice(n int, unhealthy ...int) *resourceapi.ResourceSlice {
 			Capacity: map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{"memory": {Value: resource.MustParse("143771Mi")}},
 		}
 		if bad[i] {
-			d.Taints = []resourceapi.DeviceTaint{{Key: UnhealthyTaintKey, Value: "xid-79", Effect: resourceapi.DeviceTaintEffectNoSchedule}}
+			d.Taints = []resourceapi.DeviceTaint{{Key: gpuv1.UnhealthyTaintKey, Value: "xid-79", Effect: resourceapi.DeviceTaintEffectNoSchedule}}
 		}
 		s.Spec.Devices = append(s.Spec.Devices, d)
 	}
@@ -46,15 +48,15 @@ func allocatedTo(devices ...string) *resourceapi.ResourceClaim {
 	c := &resourceapi.ResourceClaim{Status: resourceapi.ResourceClaimStatus{Allocation: &resourceapi.AllocationResult{}}}
 	for _, d := range devices {
 		c.Status.Allocation.Devices.Results = append(c.Status.Allocation.Devices.Results,
-			resourceapi.DeviceRequestAllocationResult{Driver: DriverName, Pool: "n1", Device: d})
+			resourceapi.DeviceRequestAllocationResult{Driver: gpuv1.DriverName, Pool: "n1", Device: d})
 	}
 	return c
 }
 
 func reservedRule(device, by string) *resourceapi.DeviceTaintRule {
 	return &resourceapi.DeviceTaintRule{Spec: resourceapi.DeviceTaintRuleSpec{
-		DeviceSelector: &resourceapi.DeviceTaintSelector{Driver: ptr.To(DriverName), Pool: ptr.To("n1"), Device: ptr.To(device)},
-		Taint:          resourceapi.DeviceTaint{Key: TaintKey, Value: by, Effect: resourceapi.DeviceTaintEffectNoSchedule},
+		DeviceSelector: &resourceapi.DeviceTaintSelector{Driver: ptr.To(gpuv1.DriverName), Pool: ptr.To("n1"), Device: ptr.To(device)},
+		Taint:          resourceapi.DeviceTaint{Key: gpuv1.ReservedTaintKey, Value: by, Effect: resourceapi.DeviceTaintEffectNoSchedule},
 	}}
 }
 

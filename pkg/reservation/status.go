@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strings"
 
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
+
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -84,7 +86,7 @@ func (c *Controller) observeMembers(res *rotav1.GPUReservation, held []GPU) ([]r
 				continue
 			}
 			for _, r := range claim.Status.Allocation.Devices.Results {
-				if r.Driver != DriverName {
+				if r.Driver != gpuv1.DriverName {
 					continue
 				}
 				if !inside[deviceKey{r.Pool, r.Device}] {
@@ -109,11 +111,11 @@ func uuidOf(pool, device string, c *Controller) string {
 		return ""
 	}
 	for _, s := range sliceList {
-		if s.Spec.Driver != DriverName || s.Spec.Pool.Name != pool {
+		if s.Spec.Driver != gpuv1.DriverName || s.Spec.Pool.Name != pool {
 			continue
 		}
 		for _, d := range s.Spec.Devices {
-			if a, ok := d.Attributes["uuid"]; ok && d.Name == device && a.StringValue != nil {
+			if a, ok := d.Attributes[gpuv1.AttributeUUID]; ok && d.Name == device && a.StringValue != nil {
 				return *a.StringValue
 			}
 		}
@@ -161,7 +163,7 @@ func computeStatus(res *rotav1.GPUReservation, held []GPU, headroom int64, selEr
 	if len(unhealthy) > 0 {
 		st.Phase = rotav1.ReservationDegraded
 		set(ConditionDegraded, metav1.ConditionTrue, "GPUUnhealthy",
-			fmt.Sprintf("held GPU(s) tainted %s or no longer published: %s; members are not placed there until the driver clears the taint", UnhealthyTaintKey, strings.Join(unhealthy, ", ")))
+			fmt.Sprintf("held GPU(s) tainted %s or no longer published: %s; members are not placed there until the driver clears the taint", gpuv1.UnhealthyTaintKey, strings.Join(unhealthy, ", ")))
 	} else {
 		st.Phase = rotav1.ReservationBound
 		set(ConditionDegraded, metav1.ConditionFalse, "AllHealthy", "every held GPU is healthy")
@@ -183,7 +185,7 @@ func computeStatus(res *rotav1.GPUReservation, held []GPU, headroom int64, selEr
 // moves a running pod itself.
 func fixText(res *rotav1.GPUReservation) string {
 	return fmt.Sprintf("Rota does not move running pods. Fix: give the member's claim template the toleration %s=%s (NoSchedule) and a selector on device.attributes[%q].uuid for the held UUIDs, then restart the member's pods.",
-		TaintKey, TaintValue(res.Namespace, res.Name), DriverName)
+		gpuv1.ReservedTaintKey, TaintValue(res.Namespace, res.Name), gpuv1.DriverName)
 }
 
 // recordChanges emits events for what a user should see change: the phase,

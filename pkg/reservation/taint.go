@@ -6,34 +6,14 @@ import (
 	"fmt"
 	"strings"
 
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
+
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	rotav1 "github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
 )
-
-// DriverName is the DRA driver whose GPUs reservations hold.
-const DriverName = "gpu.rota.dev"
-
-// UnhealthyTaintKey is the device taint the driver sets on a failed GPU.
-const UnhealthyTaintKey = DriverName + "/unhealthy"
-
-// TaintKey is the device taint a reservation puts on each GPU it holds, with
-// the value TaintValue. The allocator then keeps every claim that does not
-// tolerate it off the GPU, idle or not; members' claims carry the toleration.
-const TaintKey = "rota.dev/reserved"
-
-// Labels on the DeviceTaintRules a reservation owns. A cluster-scoped rule
-// cannot have a namespaced owner, so the controller finds its rules by label
-// and removes them itself (behind a finalizer).
-const (
-	LabelNamespace = "rota.dev/reservation-namespace"
-	LabelName      = "rota.dev/reservation-name"
-)
-
-// Finalizer keeps a reservation until its DeviceTaintRules are gone.
-const Finalizer = "rota.dev/reservation-holder"
 
 // TaintValue is "<namespace>.<name>": a label value naming the reservation.
 // Namespaces cannot contain dots, so the namespace part is unambiguous; the
@@ -53,7 +33,7 @@ func ParseTaintValue(v string) (namespace, name string, ok bool) {
 // the reservation namespace/name.
 func Toleration(namespace, name string) resourceapi.DeviceToleration {
 	return resourceapi.DeviceToleration{
-		Key:      TaintKey,
+		Key:      gpuv1.ReservedTaintKey,
 		Operator: resourceapi.DeviceTolerationOpEqual,
 		Value:    TaintValue(namespace, name),
 		Effect:   resourceapi.DeviceTaintEffectNoSchedule,
@@ -76,16 +56,16 @@ func taintRule(res *rotav1.GPUReservation, pool, device string) *resourceapi.Dev
 	return &resourceapi.DeviceTaintRule{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:   ruleName(res, pool, device),
-			Labels: map[string]string{LabelNamespace: res.Namespace, LabelName: res.Name},
+			Labels: map[string]string{gpuv1.ReservationNamespaceLabel: res.Namespace, gpuv1.ReservationNameLabel: res.Name},
 		},
 		Spec: resourceapi.DeviceTaintRuleSpec{
 			DeviceSelector: &resourceapi.DeviceTaintSelector{
-				Driver: ptr.To(DriverName),
+				Driver: ptr.To(gpuv1.DriverName),
 				Pool:   ptr.To(pool),
 				Device: ptr.To(device),
 			},
 			Taint: resourceapi.DeviceTaint{
-				Key:    TaintKey,
+				Key:    gpuv1.ReservedTaintKey,
 				Value:  TaintValue(res.Namespace, res.Name),
 				Effect: resourceapi.DeviceTaintEffectNoSchedule,
 			},
@@ -104,9 +84,9 @@ func TolerationsOf(tols []resourceapi.DeviceToleration) (values []string, wildca
 		switch {
 		case t.Key == "" && t.Operator == resourceapi.DeviceTolerationOpExists:
 			wildcard = true
-		case t.Key == TaintKey && t.Operator == resourceapi.DeviceTolerationOpExists:
+		case t.Key == gpuv1.ReservedTaintKey && t.Operator == resourceapi.DeviceTolerationOpExists:
 			wildcard = true
-		case t.Key == TaintKey:
+		case t.Key == gpuv1.ReservedTaintKey:
 			values = append(values, t.Value)
 		}
 	}

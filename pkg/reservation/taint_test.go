@@ -3,6 +3,8 @@ package reservation
 import (
 	"testing"
 
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
+
 	"github.com/google/go-cmp/cmp"
 	resourceapi "k8s.io/api/resource/v1"
 )
@@ -19,11 +21,11 @@ func TestTolerationsOf(t *testing.T) {
 	}{
 		"none":                    {},
 		"the reservation's own":   {tols: []resourceapi.DeviceToleration{Toleration("ns", "r")}, want: []string{"ns.r"}},
-		"any effect counts":       {tols: []resourceapi.DeviceToleration{tol(TaintKey, eq, "ns.r", "")}, want: []string{"ns.r"}},
-		"NoExecute only does not": {tols: []resourceapi.DeviceToleration{tol(TaintKey, eq, "ns.r", resourceapi.DeviceTaintEffectNoExecute)}},
-		"Exists on the key":       {tols: []resourceapi.DeviceToleration{tol(TaintKey, exists, "", "")}, wantWildcard: true},
+		"any effect counts":       {tols: []resourceapi.DeviceToleration{tol(gpuv1.ReservedTaintKey, eq, "ns.r", "")}, want: []string{"ns.r"}},
+		"NoExecute only does not": {tols: []resourceapi.DeviceToleration{tol(gpuv1.ReservedTaintKey, eq, "ns.r", resourceapi.DeviceTaintEffectNoExecute)}},
+		"Exists on the key":       {tols: []resourceapi.DeviceToleration{tol(gpuv1.ReservedTaintKey, exists, "", "")}, wantWildcard: true},
 		"empty key tolerates all": {tols: []resourceapi.DeviceToleration{tol("", exists, "", "")}, wantWildcard: true},
-		"other keys are not ours": {tols: []resourceapi.DeviceToleration{tol(UnhealthyTaintKey, exists, "", "")}},
+		"other keys are not ours": {tols: []resourceapi.DeviceToleration{tol(gpuv1.UnhealthyTaintKey, exists, "", "")}},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"time"
 
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
+
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -34,10 +36,14 @@ type Device struct {
 }
 
 // Model is the device's model attribute ("H100"), or "" if it has none.
-func (d *Device) Model() string { return StringAttribute(d.Device, d.ID.Driver.String(), "model") }
+func (d *Device) Model() string {
+	return StringAttribute(d.Device, d.ID.Driver.String(), gpuv1.AttributeModel)
+}
 
 // UUID is the device's uuid attribute, or "".
-func (d *Device) UUID() string { return StringAttribute(d.Device, d.ID.Driver.String(), "uuid") }
+func (d *Device) UUID() string {
+	return StringAttribute(d.Device, d.ID.Driver.String(), gpuv1.AttributeUUID)
+}
 
 // Pool is a point-in-time view of the node-local devices and of which are
 // allocated (or have an allocation in flight), read from the scheduler's
@@ -153,8 +159,8 @@ func BlockingTaint(d *resourceapi.Device, tolerations []resourceapi.DeviceTolera
 }
 
 // StringAttribute reads an attribute by its bare or driver-qualified name.
-func StringAttribute(d *resourceapi.Device, driver, name string) string {
-	for _, key := range []resourceapi.QualifiedName{resourceapi.QualifiedName(name), resourceapi.QualifiedName(driver + "/" + name)} {
+func StringAttribute(d *resourceapi.Device, driver string, name resourceapi.QualifiedName) string {
+	for _, key := range []resourceapi.QualifiedName{name, resourceapi.QualifiedName(driver + "/" + string(name))} {
 		if a, ok := d.Attributes[key]; ok && a.StringValue != nil {
 			return *a.StringValue
 		}

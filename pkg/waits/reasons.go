@@ -4,11 +4,11 @@
 // of the condition and its Event. Scheduler plugins and kubectl-rota share it.
 package waits
 
-import v1 "k8s.io/api/core/v1"
+import (
+	v1 "k8s.io/api/core/v1"
 
-// ConditionType is the pod condition that carries a waiting pod's reason.
-// Status True while the pod waits; False (reason Placed) once it is bound.
-const ConditionType v1.PodConditionType = "rota.dev/Waiting"
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
+)
 
 // Reason is one machine-readable answer to "why does this pod wait?".
 type Reason string
@@ -36,10 +36,6 @@ const (
 	NotAttempted Reason = "NotAttempted"
 )
 
-// GangLabel names the gang a pod belongs to (within its namespace); the
-// Gang plugin admits a gang whole or not at all.
-const GangLabel = "rota.dev/gang"
-
 // Placed is the condition reason once the pod is bound (status False).
 const Placed = "Placed"
 
@@ -49,7 +45,7 @@ var AllReasons = []Reason{QuotaExceeded, InsufficientCapacity, TopologyFragmenta
 // Current returns the pod's rota.dev/Waiting condition, or nil.
 func Current(pod *v1.Pod) *v1.PodCondition {
 	for i := range pod.Status.Conditions {
-		if pod.Status.Conditions[i].Type == ConditionType {
+		if pod.Status.Conditions[i].Type == gpuv1.WaitingCondition {
 			return &pod.Status.Conditions[i]
 		}
 	}

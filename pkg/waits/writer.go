@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
+
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -164,7 +166,7 @@ func (w *Writer) patch(ctx context.Context, key types.NamespacedName, c conditio
 		status = v1.ConditionFalse
 	}
 	patch, err := json.Marshal(map[string]any{"status": map[string]any{"conditions": []v1.PodCondition{{
-		Type: ConditionType, Status: status, Reason: c.reason, Message: c.message,
+		Type: gpuv1.WaitingCondition, Status: status, Reason: c.reason, Message: c.message,
 		LastTransitionTime: metav1.NewTime(c.since),
 	}}}})
 	if err != nil {

@@ -7,7 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
-	"github.com/rota-dev/rota/pkg/driver/config"
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
 	"github.com/rota-dev/rota/test/integration/framework"
 )
 
@@ -55,7 +55,7 @@ func decodeGpuConfigs(t *testing.T, where string, obj any) int {
 			if err != nil {
 				t.Fatalf("%s: %v", where, err)
 			}
-			if _, err := config.Decode(raw); err != nil {
+			if _, err := gpuv1.Decode(raw); err != nil {
 				t.Errorf("%s: GpuConfig %s: %v", where, raw, err)
 			}
 			n++

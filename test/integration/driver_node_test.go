@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
+
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	resourceapi "k8s.io/api/resource/v1"
@@ -117,9 +119,9 @@ func (n *gpuNode) draSocket() string {
 func (n *gpuNode) regSocket() string {
 	if n.opts.PodUID != "" {
 		return filepath.Join(n.opts.RegistrarDir,
-			kubeletplugin.RollingUpdateRegistrarSocketFile(n.opts.RegistrarDir, framework.DriverName, types.UID(n.opts.PodUID)))
+			kubeletplugin.RollingUpdateRegistrarSocketFile(n.opts.RegistrarDir, gpuv1.DriverName, types.UID(n.opts.PodUID)))
 	}
-	return filepath.Join(n.opts.RegistrarDir, framework.DriverName+"-reg.sock")
+	return filepath.Join(n.opts.RegistrarDir, gpuv1.DriverName+"-reg.sock")
 }
 
 // stop ends the plugin as a kill would: nothing is cleaned up on the way.
@@ -219,7 +221,7 @@ func (n *gpuNode) slice(ctx context.Context) (*resourceapi.ResourceSlice, error)
 	var found *resourceapi.ResourceSlice
 	for i := range list.Items {
 		s := &list.Items[i]
-		if s.Spec.Driver == framework.DriverName && s.Spec.Pool.Name == n.name {
+		if s.Spec.Driver == gpuv1.DriverName && s.Spec.Pool.Name == n.name {
 			if found != nil {
 				return nil, fmt.Errorf("node %s has more than one slice", n.name)
 			}
@@ -240,7 +242,7 @@ func (n *gpuNode) allocatedClaim(ctx context.Context, namespace, name string, gp
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
 		Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{
 			Name: "gpu",
-			Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: framework.DeviceClassName,
+			Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: gpuv1.DeviceClassName,
 				AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: int64(len(devices))},
 		}}}},
 	}
@@ -251,14 +253,14 @@ func (n *gpuNode) allocatedClaim(ctx context.Context, namespace, name string, gp
 	alloc := &resourceapi.AllocationResult{}
 	for _, d := range devices {
 		alloc.Devices.Results = append(alloc.Devices.Results, resourceapi.DeviceRequestAllocationResult{
-			Request: "gpu", Driver: framework.DriverName, Pool: n.name, Device: d,
+			Request: "gpu", Driver: gpuv1.DriverName, Pool: n.name, Device: d,
 		})
 	}
 	if gpuConfig != "" {
 		alloc.Devices.Config = []resourceapi.DeviceAllocationConfiguration{{
 			Source: resourceapi.AllocationConfigSourceClaim, Requests: []string{"gpu"},
 			DeviceConfiguration: resourceapi.DeviceConfiguration{Opaque: &resourceapi.OpaqueDeviceConfiguration{
-				Driver: framework.DriverName, Parameters: runtime.RawExtension{Raw: []byte(gpuConfig)},
+				Driver: gpuv1.DriverName, Parameters: runtime.RawExtension{Raw: []byte(gpuConfig)},
 			}},
 		}}
 	}

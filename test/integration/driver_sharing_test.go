@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 
-	"github.com/rota-dev/rota/pkg/driver/config"
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
 	"github.com/rota-dev/rota/pkg/driver/gpu"
 	"github.com/rota-dev/rota/pkg/driver/timeslice"
 	"github.com/rota-dev/rota/pkg/scheduler"
@@ -34,7 +34,7 @@ const (
 // time-sliced with that interval and declares memoryMiB in its GpuConfig.
 func shareClaim(name string, memoryMiB int64, timeSlice string, cel ...string) *resourceapi.ResourceClaim {
 	req := &resourceapi.ExactDeviceRequest{
-		DeviceClassName: framework.DeviceClassName,
+		DeviceClassName: gpuv1.DeviceClassName,
 		AllocationMode:  resourceapi.DeviceAllocationModeExactCount,
 		Count:           1,
 	}
@@ -51,10 +51,10 @@ func shareClaim(name string, memoryMiB int64, timeSlice string, cel ...string) *
 		Spec:       resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{Name: "gpu", Exactly: req}}}},
 	}
 	if timeSlice != "" {
-		cfg := config.GpuConfig{
-			TypeMeta: metav1.TypeMeta{APIVersion: config.APIVersion, Kind: config.Kind},
-			Sharing: &config.Sharing{Strategy: config.TimeSlicing,
-				TimeSlicing: &config.TimeSlicingConfig{TimeSlice: config.TimeSlice(timeSlice)}},
+		cfg := gpuv1.GpuConfig{
+			TypeMeta: metav1.TypeMeta{APIVersion: gpuv1.APIVersion, Kind: gpuv1.Kind},
+			Sharing: &gpuv1.Sharing{Strategy: gpuv1.TimeSlicing,
+				TimeSlicing: &gpuv1.TimeSlicingConfig{TimeSlice: gpuv1.TimeSlice(timeSlice)}},
 		}
 		if memoryMiB > 0 {
 			cfg.MemoryMiB = ptr.To(memoryMiB)
@@ -64,7 +64,7 @@ func shareClaim(name string, memoryMiB int64, timeSlice string, cel ...string) *
 			panic(err) // a GpuConfig always encodes
 		}
 		c.Spec.Devices.Config = []resourceapi.DeviceClaimConfiguration{{DeviceConfiguration: resourceapi.DeviceConfiguration{
-			Opaque: &resourceapi.OpaqueDeviceConfiguration{Driver: framework.DriverName, Parameters: runtime.RawExtension{Raw: raw}},
+			Opaque: &resourceapi.OpaqueDeviceConfiguration{Driver: gpuv1.DriverName, Parameters: runtime.RawExtension{Raw: raw}},
 		}}}
 	}
 	return c
@@ -215,7 +215,7 @@ func TestTimeSlicedClaimsShareOneGPU(t *testing.T) {
 	if _, err := n.prepare(ctx, alone); err != nil {
 		t.Fatalf("prepare the claim that has gpu-1 alone: %v", err)
 	}
-	wantCalls := []timeslice.Call{{UUID: uuid0, TimeSlice: config.MediumTimeSlice}}
+	wantCalls := []timeslice.Call{{UUID: uuid0, TimeSlice: gpuv1.MediumTimeSlice}}
 	if diff := cmp.Diff(wantCalls, slicer.Calls()); diff != "" {
 		t.Errorf("time-slice settings after prepares (-want +got):\n%s", diff)
 	}
@@ -249,7 +249,7 @@ func TestTimeSlicedClaimsShareOneGPU(t *testing.T) {
 			t.Errorf("GPU settings changed while members still run: %v", slicer.Calls())
 		}
 	}
-	wantCalls = append(wantCalls, timeslice.Call{UUID: uuid0, TimeSlice: config.DefaultTimeSlice})
+	wantCalls = append(wantCalls, timeslice.Call{UUID: uuid0, TimeSlice: gpuv1.DefaultTimeSlice})
 	if diff := cmp.Diff(wantCalls, slicer.Calls()); diff != "" {
 		t.Errorf("time-slice settings after the last member left (-want +got):\n%s", diff)
 	}

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
+
 	"github.com/rota-dev/rota/pkg/driver/checkpoint"
 	"github.com/rota-dev/rota/test/integration/framework"
 )
@@ -71,7 +73,7 @@ func TestDriverGracefulShutdownOnSIGTERM(t *testing.T) {
 		if err != nil {
 			return false, err.Error(), nil
 		}
-		return info.Name == framework.DriverName, info.String(), nil
+		return info.Name == gpuv1.DriverName, info.String(), nil
 	})
 	framework.WaitFor(t, "the plugin binary to publish its slice", func(ctx context.Context) (bool, string, error) {
 		s, err := n.slice(ctx)

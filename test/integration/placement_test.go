@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
+
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -48,7 +50,7 @@ func TestRotaProfileBindsTieredClaimOnH100(t *testing.T) {
 		t.Fatalf("claim %s has %d allocated devices, want 1: %+v", claim.Name, len(results), results)
 	}
 	got := results[0]
-	if got.Request != "gpu/h100" || got.Pool != "node-h100" || got.Driver != framework.DriverName || !strings.HasPrefix(got.Device, "gpu-") {
+	if got.Request != "gpu/h100" || got.Pool != "node-h100" || got.Driver != gpuv1.DriverName || !strings.HasPrefix(got.Device, "gpu-") {
 		t.Errorf("allocated %s/%s/%s for request %q, want a gpu-N of pool node-h100 for request gpu/h100",
 			got.Driver, got.Pool, got.Device, got.Request)
 	}

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
+
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -38,7 +40,7 @@ func placeAndWait(t *testing.T, cp *framework.ControlPlane, pod *v1.Pod) placed 
 		Node:    bound.Spec.NodeName,
 		Device:  res[0].Pool + "/" + res[0].Device,
 		Request: res[0].Request,
-		Tier:    cp.WaitForPodAnnotation(t, pod.Namespace, pod.Name, tiering.TierAnnotation),
+		Tier:    cp.WaitForPodAnnotation(t, pod.Namespace, pod.Name, gpuv1.TierAnnotation),
 	}
 }
 
@@ -99,7 +101,7 @@ func TestTieringFallback(t *testing.T) {
 	if waiting.Spec.NodeName != "node-h100" {
 		t.Errorf("after freeing an H100 the waiting pod went to %s, want node-h100", waiting.Spec.NodeName)
 	}
-	if tier := cp.WaitForPodAnnotation(t, ns, "waiting", tiering.TierAnnotation); tier != "1/2: H100" {
+	if tier := cp.WaitForPodAnnotation(t, ns, "waiting", gpuv1.TierAnnotation); tier != "1/2: H100" {
 		t.Errorf("waiting pod tier %q, want 1/2: H100", tier)
 	}
 }

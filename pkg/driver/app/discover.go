@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
+
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
@@ -36,9 +38,9 @@ func Discover(ctx context.Context, o Options, out io.Writer) error {
 	}
 	slice := resourceapi.ResourceSlice{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "resource.k8s.io/v1", Kind: "ResourceSlice"},
-		ObjectMeta: metav1.ObjectMeta{GenerateName: o.NodeName + "-" + resources.DriverName + "-"},
+		ObjectMeta: metav1.ObjectMeta{GenerateName: o.NodeName + "-" + gpuv1.DriverName + "-"},
 		Spec: resourceapi.ResourceSliceSpec{
-			Driver:   resources.DriverName,
+			Driver:   gpuv1.DriverName,
 			NodeName: ptr.To(o.NodeName),
 			Pool:     resourceapi.ResourcePool{Name: o.NodeName, Generation: 1, ResourceSliceCount: 1},
 			Devices:  res.Pools[o.NodeName].Slices[0].Devices,

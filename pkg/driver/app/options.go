@@ -9,8 +9,9 @@ import (
 	"path/filepath"
 	"time"
 
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
+
 	"github.com/rota-dev/rota/pkg/driver/checkpoint"
-	"github.com/rota-dev/rota/pkg/driver/resources"
 )
 
 // Options are the plugin's settings, one flag each.
@@ -44,7 +45,7 @@ func DefaultOptions() Options {
 		NodeName:       os.Getenv("NODE_NAME"),
 		PodUID:         os.Getenv("POD_UID"),
 		CDIRoot:        "/var/run/cdi",
-		PluginDataDir:  filepath.Join("/var/lib/kubelet/plugins", resources.DriverName),
+		PluginDataDir:  filepath.Join("/var/lib/kubelet/plugins", gpuv1.DriverName),
 		RegistrarDir:   "/var/lib/kubelet/plugins_registry",
 		BootIDFile:     checkpoint.BootIDPath,
 		HTTPAddress:    ":8080",

@@ -11,13 +11,15 @@ import (
 	"sort"
 	"strings"
 
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
+
 	cdiapi "tags.cncf.io/container-device-interface/pkg/cdi"
 	cdispec "tags.cncf.io/container-device-interface/specs-go"
 )
 
 const (
-	// Vendor and Class make the CDI kind "k8s.gpu.rota.dev/claim".
-	Vendor = "k8s.gpu.rota.dev"
+	// Vendor and Class make the CDI kind k8s.gpu.rota.dev/claim.
+	Vendor = gpuv1.CDIVendor
 	Class  = "claim"
 	Kind   = Vendor + "/" + Class
 )

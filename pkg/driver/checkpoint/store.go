@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
 )
 
 // FileName is the checkpoint's name inside the plugin's data directory.
@@ -44,8 +46,8 @@ func (s *Store) Load(bootID string) (*Checkpoint, error) {
 	cp, err := Decode(raw)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w; the driver will not start because it cannot tell which GPUs are in use. "+
-			"To recover: make sure no pod on this node still uses a gpu.rota.dev claim (drain it), "+
-			"move the file away (mv %s %s.bad) and restart the plugin", s.path, err, s.path, s.path)
+			"To recover: make sure no pod on this node still uses a %s claim (drain it), "+
+			"move the file away (mv %s %s.bad) and restart the plugin", s.path, err, gpuv1.DriverName, s.path, s.path)
 	}
 	return cp, nil
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strconv"
 
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
+
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/dynamic-resource-allocation/deviceattribute"
@@ -15,12 +17,6 @@ import (
 	"github.com/rota-dev/rota/pkg/driver/gpu"
 	"github.com/rota-dev/rota/pkg/driver/health"
 )
-
-// DriverName is the DRA driver name and the domain of its attributes.
-const DriverName = "gpu.rota.dev"
-
-// TaintKey marks GPUs that NVML reports in trouble.
-const TaintKey = DriverName + "/unhealthy"
 
 // API limits on a device (resource.k8s.io/v1).
 const (
@@ -52,9 +48,9 @@ func DeviceName(index int) string { return "gpu-" + strconv.Itoa(index) }
 // omitted rather than guessed.
 func Device(inv *gpu.Inventory, g gpu.GPU, st health.Status, opts Options) resourceapi.Device {
 	attrs := map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{
-		"uuid":        str(g.UUID),
-		"productName": str(g.ProductName),
-		"index":       {IntValue: ptr.To(int64(g.Index))},
+		gpuv1.AttributeUUID:        str(g.UUID),
+		gpuv1.AttributeProductName: str(g.ProductName),
+		gpuv1.AttributeIndex:       {IntValue: ptr.To(int64(g.Index))},
 	}
 	setStr := func(name resourceapi.QualifiedName, v string) {
 		if v != "" {
@@ -66,12 +62,12 @@ func Device(inv *gpu.Inventory, g gpu.GPU, st health.Status, opts Options) resou
 			attrs[name] = resourceapi.DeviceAttribute{VersionValue: ptr.To(v)}
 		}
 	}
-	setStr("model", g.Model)
-	setStr("architecture", g.Architecture)
-	setVersion("cudaComputeCapability", g.CUDAComputeCapability)
-	setVersion("driverVersion", inv.DriverVersion)
+	setStr(gpuv1.AttributeModel, g.Model)
+	setStr(gpuv1.AttributeArchitecture, g.Architecture)
+	setVersion(gpuv1.AttributeCUDAComputeCapability, g.CUDAComputeCapability)
+	setVersion(gpuv1.AttributeDriverVersion, inv.DriverVersion)
 	setStr("driverVersionRaw", inv.DriverVersionRaw)
-	setVersion("cudaDriverVersion", inv.CUDADriverVersion)
+	setVersion(gpuv1.AttributeCUDADriverVersion, inv.CUDADriverVersion)
 	if g.PCIBusID != "" {
 		attrs[deviceattribute.StandardDeviceAttributePCIBusID] = str(g.PCIBusID)
 	}
@@ -90,7 +86,7 @@ func Device(inv *gpu.Inventory, g gpu.GPU, st health.Status, opts Options) resou
 			ValidRange: &resourceapi.CapacityRequestPolicyRange{Min: resource.NewQuantity(minMemoryRequestBytes, resource.BinarySI)},
 		}
 	}
-	d.Capacity = map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{"memory": memory}
+	d.Capacity = map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{gpuv1.CapacityMemory: memory}
 	if t := Taint(st); t != nil {
 		d.Taints = []resourceapi.DeviceTaint{*t}
 	}
@@ -101,9 +97,9 @@ func Device(inv *gpu.Inventory, g gpu.GPU, st health.Status, opts Options) resou
 func Taint(st health.Status) *resourceapi.DeviceTaint {
 	switch st.State {
 	case health.Unhealthy:
-		return &resourceapi.DeviceTaint{Key: TaintKey, Value: st.Reason, Effect: resourceapi.DeviceTaintEffectNoSchedule}
+		return &resourceapi.DeviceTaint{Key: gpuv1.UnhealthyTaintKey, Value: st.Reason, Effect: resourceapi.DeviceTaintEffectNoSchedule}
 	case health.Degraded:
-		return &resourceapi.DeviceTaint{Key: TaintKey, Value: st.Reason, Effect: resourceapi.DeviceTaintEffectNone}
+		return &resourceapi.DeviceTaint{Key: gpuv1.UnhealthyTaintKey, Value: st.Reason, Effect: resourceapi.DeviceTaintEffectNone}
 	default:
 		return nil
 	}

@@ -15,8 +15,8 @@ import (
 	"k8s.io/utils/ptr"
 	cdispec "tags.cncf.io/container-device-interface/specs-go"
 
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
 	"github.com/rota-dev/rota/pkg/driver/cdi"
-	"github.com/rota-dev/rota/pkg/driver/config"
 	"github.com/rota-dev/rota/pkg/driver/timeslice"
 )
 
@@ -72,7 +72,7 @@ func TestTimeSlicedSharesOfOneGPU(t *testing.T) {
 	if c := s.Claims()["uid-b"]; len(c.Devices) != 1 || c.Devices[0].ShareID != "b-share-0" || *c.Devices[0].MemoryMiB != 61440 {
 		t.Errorf("checkpoint of member b = %+v, want share ID and memoryMiB", c)
 	}
-	wantCalls := []timeslice.Call{{UUID: uuid, TimeSlice: config.MediumTimeSlice}}
+	wantCalls := []timeslice.Call{{UUID: uuid, TimeSlice: gpuv1.MediumTimeSlice}}
 	if diff := cmp.Diff(wantCalls, e.setter.Calls()); diff != "" {
 		t.Errorf("time-slice calls after three members (-want +got):\n%s", diff)
 	}
@@ -107,7 +107,7 @@ func TestTimeSlicedSharesOfOneGPU(t *testing.T) {
 	if err := s.Unprepare(ctx, "uid-d", "ns", "d"); err != nil {
 		t.Fatal(err)
 	}
-	wantCalls = append(wantCalls, timeslice.Call{UUID: uuid, TimeSlice: config.DefaultTimeSlice})
+	wantCalls = append(wantCalls, timeslice.Call{UUID: uuid, TimeSlice: gpuv1.DefaultTimeSlice})
 	if diff := cmp.Diff(wantCalls, e.setter.Calls()); diff != "" {
 		t.Errorf("time-slice calls after the last member left (-want +got):\n%s", diff)
 	}

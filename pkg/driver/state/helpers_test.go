@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
+
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -17,7 +19,6 @@ import (
 	"github.com/rota-dev/rota/pkg/driver/checkpoint"
 	"github.com/rota-dev/rota/pkg/driver/gpu"
 	"github.com/rota-dev/rota/pkg/driver/gpu/gputest"
-	"github.com/rota-dev/rota/pkg/driver/resources"
 	"github.com/rota-dev/rota/pkg/driver/timeslice"
 )
 
@@ -85,7 +86,7 @@ func opaque(json string, fromClass bool, requests ...string) claimOpt {
 		c.Status.Allocation.Devices.Config = append(c.Status.Allocation.Devices.Config, resourceapi.DeviceAllocationConfiguration{
 			Source: src, Requests: requests,
 			DeviceConfiguration: resourceapi.DeviceConfiguration{Opaque: &resourceapi.OpaqueDeviceConfiguration{
-				Driver: resources.DriverName, Parameters: runtime.RawExtension{Raw: []byte(json)},
+				Driver: gpuv1.DriverName, Parameters: runtime.RawExtension{Raw: []byte(json)},
 			}},
 		})
 	}
@@ -104,7 +105,7 @@ func allocated(name string, devices []string, opts ...claimOpt) *resourceapi.Res
 	}
 	for _, d := range devices {
 		c.Status.Allocation.Devices.Results = append(c.Status.Allocation.Devices.Results, resourceapi.DeviceRequestAllocationResult{
-			Request: "gpu", Driver: resources.DriverName, Pool: node, Device: d,
+			Request: "gpu", Driver: gpuv1.DriverName, Pool: node, Device: d,
 		})
 	}
 	for _, o := range opts {

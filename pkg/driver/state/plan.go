@@ -7,8 +7,8 @@ import (
 
 	resourceapi "k8s.io/api/resource/v1"
 
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
 	"github.com/rota-dev/rota/pkg/driver/checkpoint"
-	"github.com/rota-dev/rota/pkg/driver/config"
 	"github.com/rota-dev/rota/pkg/driver/gpu"
 	"github.com/rota-dev/rota/pkg/driver/resources"
 )
@@ -27,7 +27,7 @@ func planClaim(nodeName string, inv *gpu.Inventory, claim *resourceapi.ResourceC
 	}
 	var devices []checkpoint.Device
 	for i, r := range alloc.Devices.Results {
-		if r.Driver != resources.DriverName {
+		if r.Driver != gpuv1.DriverName {
 			continue
 		}
 		if r.Pool != nodeName {
@@ -67,7 +67,7 @@ func planClaim(nodeName string, inv *gpu.Inventory, claim *resourceapi.ResourceC
 // allocation consumed (the allocator kept only the consumed amounts of the
 // claims sharing the GPU within its memory, so a larger memoryMiB would
 // overcommit it behind the allocator's back).
-func checkMemory(cfg *config.GpuConfig, r resourceapi.DeviceRequestAllocationResult, g gpu.GPU) error {
+func checkMemory(cfg *gpuv1.GpuConfig, r resourceapi.DeviceRequestAllocationResult, g gpu.GPU) error {
 	if cfg.MemoryMiB == nil {
 		return nil
 	}
@@ -76,7 +76,7 @@ func checkMemory(cfg *config.GpuConfig, r resourceapi.DeviceRequestAllocationRes
 		return fmt.Errorf("GpuConfig for request %q: memoryMiB %d exceeds the %d MiB of %s (%s)",
 			r.Request, want, g.MemoryBytes>>20, r.Device, g.ProductName)
 	}
-	if consumed, ok := r.ConsumedCapacity["memory"]; ok && want<<20 > consumed.Value() {
+	if consumed, ok := r.ConsumedCapacity[gpuv1.CapacityMemory]; ok && want<<20 > consumed.Value() {
 		return fmt.Errorf("GpuConfig for request %q: memoryMiB %d is more than the %d MiB of %s the allocation consumed; "+
 			"ask for it with capacity.requests.memory: %dMi in the request", r.Request, want, consumed.Value()>>20, r.Device, want)
 	}
@@ -93,7 +93,7 @@ func conflictWithin(devices []checkpoint.Device) error {
 			if a.UUID != b.UUID {
 				continue
 			}
-			if a.Strategy == string(config.Exclusive) || b.Strategy == string(config.Exclusive) {
+			if a.Strategy == string(gpuv1.Exclusive) || b.Strategy == string(gpuv1.Exclusive) {
 				return fmt.Errorf("GPU %s (%s) is allocated to requests %q and %q of this claim, and an exclusive request needs it alone",
 					a.Device, a.UUID, a.Requests[0], b.Requests[0])
 			}
@@ -117,7 +117,7 @@ func gpuByDeviceName(inv *gpu.Inventory, name string) (gpu.GPU, bool) {
 
 type requestConfig struct {
 	requests []string
-	cfg      *config.GpuConfig
+	cfg      *gpuv1.GpuConfig
 }
 
 // opaqueConfigs decodes this driver's opaque configs, class configs first and
@@ -126,10 +126,10 @@ type requestConfig struct {
 func opaqueConfigs(in []resourceapi.DeviceAllocationConfiguration) ([]requestConfig, error) {
 	var fromClass, fromClaim []requestConfig
 	for i, c := range in {
-		if c.Opaque == nil || c.Opaque.Driver != resources.DriverName {
+		if c.Opaque == nil || c.Opaque.Driver != gpuv1.DriverName {
 			continue
 		}
-		cfg, err := config.Decode(c.Opaque.Parameters.Raw)
+		cfg, err := gpuv1.Decode(c.Opaque.Parameters.Raw)
 		if err != nil {
 			return nil, fmt.Errorf("status.allocation.devices.config[%d].opaque.parameters (from %s): %w", i, c.Source, err)
 		}
@@ -145,9 +145,9 @@ func opaqueConfigs(in []resourceapi.DeviceAllocationConfiguration) ([]requestCon
 
 // configFor returns the last config that applies to request ("req" or
 // "req/subrequest"), or the default (exclusive) config.
-func configFor(configs []requestConfig, request string) *config.GpuConfig {
+func configFor(configs []requestConfig, request string) *gpuv1.GpuConfig {
 	parent, _, _ := strings.Cut(request, "/")
-	cfg := config.DefaultConfig()
+	cfg := gpuv1.DefaultConfig()
 	for _, c := range configs {
 		if len(c.requests) == 0 || slices.Contains(c.requests, request) || slices.Contains(c.requests, parent) {
 			cfg = c.cfg
@@ -169,10 +169,10 @@ func conflict(cp *checkpoint.Checkpoint, uid string, dev checkpoint.Device) erro
 				continue
 			}
 			switch {
-			case od.Strategy == string(config.Exclusive):
+			case od.Strategy == string(gpuv1.Exclusive):
 				return fmt.Errorf("GPU %s (%s) is already prepared exclusively for claim %s/%s (uid %s)",
 					dev.Device, dev.UUID, other.Namespace, other.Name, other.UID)
-			case dev.Strategy == string(config.Exclusive):
+			case dev.Strategy == string(gpuv1.Exclusive):
 				return fmt.Errorf("GPU %s (%s) is shared by time-sliced claim %s/%s (uid %s); an exclusive claim needs it alone",
 					dev.Device, dev.UUID, other.Namespace, other.Name, other.UID)
 			case od.TimeSlice != dev.TimeSlice:

@@ -12,9 +12,9 @@ import (
 
 	"k8s.io/klog/v2"
 
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
 	"github.com/rota-dev/rota/pkg/driver/cdi"
 	"github.com/rota-dev/rota/pkg/driver/checkpoint"
-	"github.com/rota-dev/rota/pkg/driver/config"
 	"github.com/rota-dev/rota/pkg/driver/gpu"
 	"github.com/rota-dev/rota/pkg/driver/timeslice"
 )
@@ -192,7 +192,7 @@ func (s *State) currentTimeSlice(uuid string) string {
 	if have := s.cp.TimeSlices[uuid]; have != "" {
 		return have
 	}
-	return string(config.DefaultTimeSlice)
+	return string(gpuv1.DefaultTimeSlice)
 }
 
 // setTimeSlice applies want to the GPU unless it already runs with it.
@@ -202,14 +202,14 @@ func (s *State) setTimeSlice(ctx context.Context, uuid, want string) error {
 		return nil
 	}
 	klog.FromContext(ctx).V(2).Info("Changing GPU time slice", "uuid", uuid, "from", have, "to", want)
-	if err := s.opts.TimeSlicer.Set(ctx, uuid, config.TimeSlice(want)); err != nil {
+	if err := s.opts.TimeSlicer.Set(ctx, uuid, gpuv1.TimeSlice(want)); err != nil {
 		return fmt.Errorf("setting time slice %s on GPU %s: %w", want, uuid, err)
 	}
 	return nil
 }
 
 func (s *State) recordTimeSlice(uuid, ts string) {
-	if ts == string(config.DefaultTimeSlice) {
+	if ts == string(gpuv1.DefaultTimeSlice) {
 		delete(s.cp.TimeSlices, uuid)
 		return
 	}

@@ -12,8 +12,8 @@ import (
 	"k8s.io/dynamic-resource-allocation/kubeletplugin"
 	"k8s.io/klog/v2/ktesting"
 
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
 	"github.com/rota-dev/rota/pkg/driver/checkpoint"
-	"github.com/rota-dev/rota/pkg/driver/config"
 	"github.com/rota-dev/rota/pkg/driver/timeslice"
 )
 
@@ -174,7 +174,7 @@ func TestTimeSliceSetOnlyWhenDifferent(t *testing.T) {
 	if err := s.Unprepare(ctx, "uid-b", "ns", "b"); err != nil {
 		t.Fatal(err)
 	}
-	want := []timeslice.Call{{UUID: uuid, TimeSlice: config.LongTimeSlice}, {UUID: uuid, TimeSlice: config.DefaultTimeSlice}}
+	want := []timeslice.Call{{UUID: uuid, TimeSlice: gpuv1.LongTimeSlice}, {UUID: uuid, TimeSlice: gpuv1.DefaultTimeSlice}}
 	if diff := cmp.Diff(want, e.setter.Calls()); diff != "" {
 		t.Errorf("time-slice calls (-want +got):\n%s", diff)
 	}

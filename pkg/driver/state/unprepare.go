@@ -5,10 +5,10 @@ import (
 
 	"k8s.io/klog/v2"
 
-	"github.com/rota-dev/rota/pkg/driver/config"
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
 )
 
-func timeSliceOf(s string) config.TimeSlice { return config.TimeSlice(s) }
+func timeSliceOf(s string) gpuv1.TimeSlice { return gpuv1.TimeSlice(s) }
 
 // Unprepare undoes Prepare: the CDI spec goes, a GPU that no other claim uses
 // gets its default time slice back, and the claim leaves the checkpoint.
@@ -36,11 +36,11 @@ func (s *State) Unprepare(ctx context.Context, uid, namespace, name string) erro
 		if s.inUse(d.UUID) {
 			continue
 		}
-		if err := s.setTimeSlice(ctx, d.UUID, string(config.DefaultTimeSlice)); err != nil {
+		if err := s.setTimeSlice(ctx, d.UUID, string(gpuv1.DefaultTimeSlice)); err != nil {
 			s.cp.Claims[uid] = c // keep it so that a retry resets the GPU
 			return err
 		}
-		s.recordTimeSlice(d.UUID, string(config.DefaultTimeSlice))
+		s.recordTimeSlice(d.UUID, string(gpuv1.DefaultTimeSlice))
 	}
 	if err := s.opts.Store.Save(s.cp); err != nil {
 		s.cp.Claims[uid] = c

@@ -10,12 +10,12 @@ import (
 	"strconv"
 	"sync"
 
-	"github.com/rota-dev/rota/pkg/driver/config"
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
 )
 
 // Setter applies a time-slice interval to the GPU with the given UUID.
 type Setter interface {
-	Set(ctx context.Context, uuid string, ts config.TimeSlice) error
+	Set(ctx context.Context, uuid string, ts gpuv1.TimeSlice) error
 }
 
 // NvidiaSMI runs nvidia-smi: the compute mode goes back to DEFAULT (shared),
@@ -27,7 +27,7 @@ type NvidiaSMI struct {
 }
 
 // Set implements Setter.
-func (n NvidiaSMI) Set(ctx context.Context, uuid string, ts config.TimeSlice) error {
+func (n NvidiaSMI) Set(ctx context.Context, uuid string, ts gpuv1.TimeSlice) error {
 	bin := n.Path
 	if bin == "" {
 		bin = "nvidia-smi"
@@ -47,7 +47,7 @@ func (n NvidiaSMI) Set(ctx context.Context, uuid string, ts config.TimeSlice) er
 // Call is one recorded Set.
 type Call struct {
 	UUID      string
-	TimeSlice config.TimeSlice
+	TimeSlice gpuv1.TimeSlice
 }
 
 // Recorder is the fake: it records calls and can be told to fail.
@@ -59,7 +59,7 @@ type Recorder struct {
 }
 
 // Set implements Setter.
-func (r *Recorder) Set(_ context.Context, uuid string, ts config.TimeSlice) error {
+func (r *Recorder) Set(_ context.Context, uuid string, ts gpuv1.TimeSlice) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.calls = append(r.calls, Call{UUID: uuid, TimeSlice: ts})

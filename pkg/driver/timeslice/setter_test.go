@@ -9,7 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/klog/v2/ktesting"
 
-	"github.com/rota-dev/rota/pkg/driver/config"
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
 )
 
 // fakeSMI writes a shell script that logs its arguments and exits with code.
@@ -25,11 +25,11 @@ func fakeSMI(t *testing.T, code int) (bin, log string) {
 
 func TestNvidiaSMISet(t *testing.T) {
 	tests := map[string]struct {
-		ts   config.TimeSlice
+		ts   gpuv1.TimeSlice
 		want []string
 	}{
-		"long":    {ts: config.LongTimeSlice, want: []string{"-i GPU-1 -c DEFAULT", "compute-policy -i GPU-1 --set-timeslice 3"}},
-		"default": {ts: config.DefaultTimeSlice, want: []string{"-i GPU-1 -c DEFAULT", "compute-policy -i GPU-1 --set-timeslice 0"}},
+		"long":    {ts: gpuv1.LongTimeSlice, want: []string{"-i GPU-1 -c DEFAULT", "compute-policy -i GPU-1 --set-timeslice 3"}},
+		"default": {ts: gpuv1.DefaultTimeSlice, want: []string{"-i GPU-1 -c DEFAULT", "compute-policy -i GPU-1 --set-timeslice 0"}},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -52,7 +52,7 @@ func TestNvidiaSMISet(t *testing.T) {
 func TestNvidiaSMIFailureSaysWhy(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	bin, _ := fakeSMI(t, 3)
-	err := (NvidiaSMI{Path: bin}).Set(ctx, "GPU-1", config.ShortTimeSlice)
+	err := (NvidiaSMI{Path: bin}).Set(ctx, "GPU-1", gpuv1.ShortTimeSlice)
 	if err == nil || !strings.Contains(err.Error(), "fake nvidia-smi output") || !strings.Contains(err.Error(), "exit status 3") {
 		t.Errorf("Set = %v, want the command's output and status", err)
 	}

@@ -19,6 +19,8 @@ import (
 	"sync"
 	"time"
 
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
+
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -35,13 +37,6 @@ import (
 
 // Name is the plugin's name in KubeSchedulerConfiguration.
 const Name = "Gang"
-
-const (
-	// LabelGang names the gang a pod belongs to (within its namespace).
-	LabelGang = waits.GangLabel
-	// AnnotationSize is the number of members the gang needs.
-	AnnotationSize = "rota.dev/gang-size"
-)
 
 var (
 	_ fwk.PreFilterPlugin   = &Gang{}
@@ -86,14 +81,14 @@ func (pl *Gang) Name() string { return Name }
 
 // gangOf returns the pod's gang and size; ok is false for pods in no gang.
 func gangOf(pod *v1.Pod) (key types.NamespacedName, size int, ok bool, err error) {
-	name := pod.Labels[LabelGang]
+	name := pod.Labels[gpuv1.GangLabel]
 	if name == "" {
 		return key, 0, false, nil
 	}
 	key = types.NamespacedName{Namespace: pod.Namespace, Name: name}
-	size, err = strconv.Atoi(pod.Annotations[AnnotationSize])
+	size, err = strconv.Atoi(pod.Annotations[gpuv1.GangSizeAnnotation])
 	if err != nil || size < 1 {
-		return key, 0, true, fmt.Errorf("pod %s/%s is in gang %q but annotation %s=%q is not a positive integer", pod.Namespace, pod.Name, name, AnnotationSize, pod.Annotations[AnnotationSize])
+		return key, 0, true, fmt.Errorf("pod %s/%s is in gang %q but annotation %s=%q is not a positive integer", pod.Namespace, pod.Name, name, gpuv1.GangSizeAnnotation, pod.Annotations[gpuv1.GangSizeAnnotation])
 	}
 	return key, size, true, nil
 }
@@ -101,7 +96,7 @@ func gangOf(pod *v1.Pod) (key types.NamespacedName, size int, ok bool, err error
 // members returns the gang's pods that exist and are not terminating, and
 // how many of them are bound.
 func (pl *Gang) members(key types.NamespacedName) (all, bound int) {
-	pods, err := pl.pods.Pods(key.Namespace).List(labels.SelectorFromSet(labels.Set{LabelGang: key.Name}))
+	pods, err := pl.pods.Pods(key.Namespace).List(labels.SelectorFromSet(labels.Set{gpuv1.GangLabel: key.Name}))
 	if err != nil {
 		return 0, 0
 	}
@@ -162,7 +157,7 @@ func (pl *Gang) poolFits(ctx context.Context, cs fwk.CycleState, key types.Names
 	if dra == nil {
 		return 0, 0, true
 	}
-	pods, err := pl.pods.Pods(key.Namespace).List(labels.SelectorFromSet(labels.Set{LabelGang: key.Name}))
+	pods, err := pl.pods.Pods(key.Namespace).List(labels.SelectorFromSet(labels.Set{gpuv1.GangLabel: key.Name}))
 	if err != nil {
 		return 0, 0, true
 	}
@@ -265,7 +260,7 @@ func (pl *Gang) Unreserve(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, _ 
 // activateOthers moves unbound members of other gangs to the active queue:
 // the devices this gang held are free again.
 func (pl *Gang) activateOthers(ctx context.Context, except types.NamespacedName) {
-	sel, err := labels.Parse(LabelGang)
+	sel, err := labels.Parse(gpuv1.GangLabel)
 	if err != nil {
 		return
 	}

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
+
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,16 +25,16 @@ func TestGangOf(t *testing.T) {
 	}{
 		"not in a gang": {pod: pod(nil, nil)},
 		"member": {
-			pod:     pod(map[string]string{LabelGang: "train"}, map[string]string{AnnotationSize: "2"}),
+			pod:     pod(map[string]string{gpuv1.GangLabel: "train"}, map[string]string{gpuv1.GangSizeAnnotation: "2"}),
 			wantKey: types.NamespacedName{Namespace: "team-g", Name: "train"}, wantSize: 2, wantOK: true,
 		},
 		"size missing": {
-			pod:     pod(map[string]string{LabelGang: "train"}, nil),
+			pod:     pod(map[string]string{gpuv1.GangLabel: "train"}, nil),
 			wantKey: types.NamespacedName{Namespace: "team-g", Name: "train"}, wantOK: true,
 			wantErr: `annotation rota.dev/gang-size="" is not a positive integer`,
 		},
 		"size zero": {
-			pod:     pod(map[string]string{LabelGang: "train"}, map[string]string{AnnotationSize: "0"}),
+			pod:     pod(map[string]string{gpuv1.GangLabel: "train"}, map[string]string{gpuv1.GangSizeAnnotation: "0"}),
 			wantKey: types.NamespacedName{Namespace: "team-g", Name: "train"}, wantOK: true,
 			wantErr: `annotation rota.dev/gang-size="0" is not a positive integer`,
 		},

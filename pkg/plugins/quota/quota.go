@@ -187,7 +187,7 @@ func (pl *Quota) chargeOf(alloc *resourceapi.AllocationResult, pool *waits.Pool)
 		if !ok {
 			continue
 		}
-		if m := waits.StringAttribute(d.Device, r.Driver, pl.args.ModelAttribute); m != "" {
+		if m := waits.StringAttribute(d.Device, r.Driver, resourceapi.QualifiedName(pl.args.ModelAttribute)); m != "" {
 			out[m]++
 		}
 	}
@@ -220,7 +220,7 @@ func (s *preFilterState) unreachable(ctx context.Context, attr string) string {
 			for _, node := range s.pool.Nodes {
 				for _, d := range s.pool.ByNode[node] {
 					if m.Matches(ctx, d) {
-						models[waits.StringAttribute(d.Device, d.ID.Driver.String(), attr)]++
+						models[waits.StringAttribute(d.Device, d.ID.Driver.String(), resourceapi.QualifiedName(attr))]++
 					}
 				}
 			}
@@ -315,7 +315,7 @@ func (s *preFilterState) wouldGrant(ctx context.Context, node, attr string) (map
 			}
 			for _, d := range pick {
 				taken.Insert(d.ID)
-				if model := waits.StringAttribute(d.Device, d.ID.Driver.String(), attr); model != "" {
+				if model := waits.StringAttribute(d.Device, d.ID.Driver.String(), resourceapi.QualifiedName(attr)); model != "" {
 					grant[model]++
 				}
 			}

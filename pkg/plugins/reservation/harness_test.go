@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
+
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -58,7 +60,7 @@ func (w world) plugin(t *testing.T) *Reservation {
 	return &Reservation{
 		claims:       w.claims,
 		replicaSets:  appslisters.NewReplicaSetLister(rsIdx),
-		reservations: cache.NewGenericLister(resIdx, rsv.GVR.GroupResource()),
+		reservations: cache.NewGenericLister(resIdx, rotav1.GPUReservationsResource.GroupResource()),
 		synced:       func() bool { return true },
 		metrics:      newMetrics(),
 		inFlight:     newLedger(),
@@ -94,7 +96,7 @@ func replicaSet(ns, deployment string) *appsv1.ReplicaSet {
 func claim(ns, name, tolerate string, memoryMiB int64) *resourceapi.ResourceClaim {
 	req := &resourceapi.ExactDeviceRequest{DeviceClassName: "gpu.rota.dev"}
 	if tolerate != "" {
-		req.Tolerations = []resourceapi.DeviceToleration{{Key: rsv.TaintKey, Operator: resourceapi.DeviceTolerationOpEqual, Value: tolerate, Effect: resourceapi.DeviceTaintEffectNoSchedule}}
+		req.Tolerations = []resourceapi.DeviceToleration{{Key: gpuv1.ReservedTaintKey, Operator: resourceapi.DeviceTolerationOpEqual, Value: tolerate, Effect: resourceapi.DeviceTaintEffectNoSchedule}}
 	}
 	c := &resourceapi.ResourceClaim{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},

@@ -20,6 +20,8 @@ import (
 	"strings"
 	"sync"
 
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
+
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -83,7 +85,7 @@ func New(ctx context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error
 		return nil, fmt.Errorf("%s: dynamic client: %w", Name, err)
 	}
 	factory := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
-	inf := factory.ForResource(rsv.GVR)
+	inf := factory.ForResource(rotav1.GPUReservationsResource)
 	pl := &Reservation{
 		claims:       dra.ResourceClaims(),
 		replicaSets:  h.SharedInformerFactory().Apps().V1().ReplicaSets().Lister(),
@@ -174,7 +176,7 @@ func (pl *Reservation) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1
 			pl.metrics.refusals.WithLabelValues(ReasonNotMember).Inc()
 			return nil, unresolvable(ctx, pod, ReasonNotMember,
 				"claim %s tolerates every %s taint (operator Exists or an empty key); a claim may tolerate only its own reservation, %s=<namespace>.<name>",
-				c.Name, rsv.TaintKey, rsv.TaintKey)
+				c.Name, gpuv1.ReservedTaintKey, gpuv1.ReservedTaintKey)
 		}
 		tolerated.Insert(values...)
 	}
@@ -194,7 +196,7 @@ func (pl *Reservation) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1
 			pl.metrics.refusals.WithLabelValues(ReasonNotMember).Inc()
 			return nil, unresolvable(ctx, pod, ReasonNotMember,
 				"a claim tolerates %s=%s, which is not a reservation of namespace %s; only members of a reservation, in its namespace, may use its GPUs",
-				rsv.TaintKey, v, pod.Namespace)
+				gpuv1.ReservedTaintKey, v, pod.Namespace)
 		}
 		res, err := pl.get(ns, name)
 		if err != nil {
@@ -223,7 +225,7 @@ func (pl *Reservation) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1
 			pl.metrics.refusals.WithLabelValues(ReasonNotTolerated).Inc()
 			return nil, unresolvable(ctx, pod, ReasonNotTolerated,
 				"pod is member %s of GPUReservation %s/%s but its claim %s does not tolerate %s=%s (NoSchedule), so it cannot use the reserved GPUs; add the toleration to the claim template",
-				member, res.Namespace, res.Name, c.Name, rsv.TaintKey, self)
+				member, res.Namespace, res.Name, c.Name, gpuv1.ReservedTaintKey, self)
 		}
 	}
 	mem, declared, err := memoryOf(claims)
@@ -234,8 +236,8 @@ func (pl *Reservation) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1
 	if timeSliced && !declared {
 		pl.metrics.refusals.WithLabelValues(ReasonNoMemory).Inc()
 		return nil, unresolvable(ctx, pod, ReasonNoMemory,
-			"pod is member %s of time-sliced GPUReservation %s/%s but none of its claims declares memoryMiB in a GpuConfig (apiVersion gpu.rota.dev/v1alpha1); a time-sliced reservation admits members by their VRAM budget",
-			member, res.Namespace, res.Name)
+			"pod is member %s of time-sliced GPUReservation %s/%s but none of its claims declares memoryMiB in a GpuConfig (apiVersion %s); a time-sliced reservation admits members by their VRAM budget",
+			member, res.Namespace, res.Name, gpuv1.APIVersion)
 	}
 	if len(res.Status.Devices) == 0 || res.Status.Phase == rotav1.ReservationPending || res.Status.Phase == rotav1.ReservationReleasing {
 		return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("%s: GPUReservation %s/%s holds no GPUs (phase %q)", ReasonNotHeld, res.Namespace, res.Name, res.Status.Phase))

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
+
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
@@ -13,7 +15,6 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
 	rotav1 "github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
-	rsv "github.com/rota-dev/rota/pkg/reservation"
 )
 
 // TestPreFilterAndFilter runs a pod through PreFilter and, where it passes,
@@ -100,7 +101,7 @@ func TestPreFilterAndFilter(t *testing.T) {
 			world: func() world {
 				w := base()
 				c := claim("team-a", "wild", "", 1024)
-				c.Spec.Devices.Requests[0].Exactly.Tolerations = []resourceapi.DeviceToleration{{Key: rsv.TaintKey, Operator: resourceapi.DeviceTolerationOpExists}}
+				c.Spec.Devices.Requests[0].Exactly.Tolerations = []resourceapi.DeviceToleration{{Key: gpuv1.ReservedTaintKey, Operator: resourceapi.DeviceTolerationOpExists}}
 				addClaims(w.claims, c)
 				return w
 			}(),

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
+
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
@@ -30,11 +32,11 @@ func (pl *Tiering) Bind(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nod
 			// replaced by one of the same name, and keys the scheduler's
 			// asynchronous API calls for this pod.
 			UID:         pod.UID,
-			Annotations: map[string]string{TierAnnotation: tierAnnotation(p)},
+			Annotations: map[string]string{gpuv1.TierAnnotation: tierAnnotation(p)},
 		},
 		Target: v1.ObjectReference{Kind: "Node", Name: nodeName},
 	}
-	logger.V(3).Info("Binding tiered pod", "pod", klog.KObj(pod), "node", klog.KRef("", nodeName), "tier", binding.Annotations[TierAnnotation])
+	logger.V(3).Info("Binding tiered pod", "pod", klog.KObj(pod), "node", klog.KRef("", nodeName), "tier", binding.Annotations[gpuv1.TierAnnotation])
 	if err := pl.bind(ctx, binding); err != nil {
 		return statusError(logger, fmt.Errorf("bind pod %s to node %s: %w", klog.KObj(pod), nodeName, err), "pod", klog.KObj(pod), "node", nodeName)
 	}

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
+
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -31,7 +33,7 @@ func TestBind(t *testing.T) {
 			wantBinding: &v1.Binding{
 				ObjectMeta: metav1.ObjectMeta{
 					Namespace: "default", Name: "p", UID: "p-uid",
-					Annotations: map[string]string{TierAnnotation: "2/3: A100"},
+					Annotations: map[string]string{gpuv1.TierAnnotation: "2/3: A100"},
 				},
 				Target: v1.ObjectReference{Kind: "Node", Name: "node-a"},
 			},

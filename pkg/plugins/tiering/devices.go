@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/dynamic-resource-allocation/cel"
-	"k8s.io/dynamic-resource-allocation/resourceclaim"
 	"k8s.io/dynamic-resource-allocation/structured"
 )
 
@@ -150,28 +149,6 @@ func (pl *Tiering) snapshotInventory(ctx context.Context) (*inventory, error) {
 		allocated = sets.New[structured.DeviceID]()
 	}
 	return &inventory{sliceView: pl.views.get(slices), allocated: allocated, state: *state}, nil
-}
-
-// blockingTaint returns the first taint on d that keeps new allocations
-// away and that tolerations do not tolerate, or nil.
-func blockingTaint(d *resourceapi.Device, tolerations []resourceapi.DeviceToleration) *resourceapi.DeviceTaint {
-	for i := range d.Taints {
-		taint := &d.Taints[i]
-		if taint.Effect != resourceapi.DeviceTaintEffectNoSchedule && taint.Effect != resourceapi.DeviceTaintEffectNoExecute {
-			continue
-		}
-		tolerated := false
-		for _, tol := range tolerations {
-			if resourceclaim.ToleratesTaint(tol, *taint) {
-				tolerated = true
-				break
-			}
-		}
-		if !tolerated {
-			return taint
-		}
-	}
-	return nil
 }
 
 // matcher evaluates a tier's DeviceClass and request selectors with the

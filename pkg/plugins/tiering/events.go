@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/rota-dev/rota/pkg/waits"
+
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/klog/v2"
@@ -44,7 +46,7 @@ func usableDevices(slice *resourceapi.ResourceSlice) int {
 	}
 	n := 0
 	for i := range slice.Spec.Devices {
-		if blockingTaint(&slice.Spec.Devices[i], nil) == nil {
+		if waits.BlockingTaint(&slice.Spec.Devices[i], nil) == nil {
 			n++
 		}
 	}

@@ -6,6 +6,10 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/rota-dev/rota/pkg/waits"
+
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
+
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -24,11 +28,6 @@ const (
 	metricReasonTainted  = "tainted"
 	metricReasonNodeFilt = "node_rejected"
 )
-
-// reservedTaintKey is the device taint a GPUReservation puts on the GPUs it
-// holds (pkg/reservation.TaintKey), valued "<namespace>.<name>". Tiering
-// names such GPUs "reserved" rather than "tainted".
-const reservedTaintKey = "rota.dev/reserved"
 
 // tierVerdict is the outcome of one tier on one node: "" when the tier's
 // devices are free there, else a reason.
@@ -161,7 +160,7 @@ func (pl *Tiering) judgeTier(ctx context.Context, inv *inventory, node string, t
 			continue
 		}
 		matching++
-		if t := blockingTaint(nd.device, tier.tolerates); t != nil {
+		if t := waits.BlockingTaint(nd.device, tier.tolerates); t != nil {
 			tainted++
 			if taintKey == "" {
 				taintKey, taintValue = t.Key, t.Value
@@ -183,7 +182,7 @@ func (pl *Tiering) judgeTier(ctx context.Context, inv *inventory, node string, t
 		return tierVerdict{reason: fmt.Sprintf("%s: %s", reasonConstraint, failing), metric: "constraint"}, nil
 	case free >= need && (!tier.allMode || tainted == 0):
 		return tierVerdict{}, nil
-	case tainted > 0 && free+tainted >= need && taintKey == reservedTaintKey:
+	case tainted > 0 && free+tainted >= need && taintKey == gpuv1.ReservedTaintKey:
 		return tierVerdict{reason: reservedReason(taintValue), metric: reasonReserved}, nil
 	case tainted > 0 && free+tainted >= need:
 		return tierVerdict{reason: reasonTaintedPrefix + taintKey, metric: metricReasonTainted}, nil

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
+
 	"github.com/go-logr/logr"
 
 	v1 "k8s.io/api/core/v1"
@@ -81,7 +83,7 @@ func testSlice(node string, devs ...gpu) *resourceapi.ResourceSlice {
 			d.Taints = []resourceapi.DeviceTaint{{Key: testDriver + "/unhealthy", Effect: resourceapi.DeviceTaintEffectNoSchedule}}
 		}
 		if g.reservedBy != "" {
-			d.Taints = append(d.Taints, resourceapi.DeviceTaint{Key: reservedTaintKey, Value: g.reservedBy, Effect: resourceapi.DeviceTaintEffectNoSchedule})
+			d.Taints = append(d.Taints, resourceapi.DeviceTaint{Key: gpuv1.ReservedTaintKey, Value: g.reservedBy, Effect: resourceapi.DeviceTaintEffectNoSchedule})
 		}
 		s.Spec.Devices = append(s.Spec.Devices, d)
 	}

@@ -6,6 +6,10 @@ import (
 	"strings"
 	"time"
 
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
+
+	"github.com/rota-dev/rota/pkg/waits"
+
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/dynamic-resource-allocation/structured"
@@ -116,12 +120,12 @@ func (pl *Tiering) recheck(ctx context.Context, pod *v1.Pod, s *preFilterState, 
 		if req, ti, ok := requestTierByRef(s, g.request); ok {
 			tol = req.tiers[ti].tolerates
 		}
-		if t := blockingTaint(d, tol); t != nil {
+		if t := waits.BlockingTaint(d, tol); t != nil {
 			pl.metrics.healthRechecks.WithLabelValues("tainted").Inc()
 			return statusUnschedulable(logger, fmt.Sprintf("device %s on node %s turned unhealthy before binding (taint %s)", g.id, p.node, t.Key), "pod", klog.KObj(pod))
 		}
-		g.uuid = stringAttribute(d, g.id.Driver.String(), "uuid")
-		g.model = stringAttribute(d, g.id.Driver.String(), "model")
+		g.uuid = waits.StringAttribute(d, g.id.Driver.String(), gpuv1.AttributeUUID)
+		g.model = waits.StringAttribute(d, g.id.Driver.String(), gpuv1.AttributeModel)
 	}
 	pl.metrics.healthRechecks.WithLabelValues("ok").Inc()
 	return nil
@@ -137,16 +141,6 @@ func requestTierByRef(s *preFilterState, ref string) (*tieredRequest, int, bool)
 		}
 	}
 	return nil, 0, false
-}
-
-// stringAttribute reads an attribute by its bare or driver-qualified name.
-func stringAttribute(d *resourceapi.Device, driver, name string) string {
-	for _, key := range []resourceapi.QualifiedName{resourceapi.QualifiedName(name), resourceapi.QualifiedName(driver + "/" + name)} {
-		if a, ok := d.Attributes[key]; ok && a.StringValue != nil {
-			return *a.StringValue
-		}
-	}
-	return ""
 }
 
 // PreBindPreFlight asks for PreBind only for tiered pods.

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/rota-dev/rota/pkg/waits"
+
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/dynamic-resource-allocation/structured"
@@ -177,7 +179,7 @@ func (pl *Tiering) freeMatching(ctx context.Context, inv *inventory, node, ref s
 	}
 	free := 0
 	for _, nd := range inv.byNode[node] {
-		if inv.allocated.Has(nd.id) || blockingTaint(nd.device, tier.tolerates) != nil {
+		if inv.allocated.Has(nd.id) || waits.BlockingTaint(nd.device, tier.tolerates) != nil {
 			continue
 		}
 		failing, err := m.firstFailing(ctx, nd.id.Driver.String(), nd.device)

@@ -52,11 +52,6 @@ const (
 	reserveStateKey   fwk.StateKey = "Reserve" + Name
 )
 
-// TierAnnotation records on the pod the tier its devices were granted at.
-// Tiering's Bind sets it through the pod's Binding, so it appears in the
-// same write as spec.nodeName.
-const TierAnnotation = "rota.dev/tier"
-
 // Tiering is the plugin. It holds no per-pod state: everything a scheduling
 // cycle learns lives in that cycle's CycleState.
 type Tiering struct {

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
+
 	v1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -182,7 +184,7 @@ func (pl *WaitReason) classify(ctx context.Context, cs fwk.CycleState, pod *v1.P
 	v := waits.Classify(a)
 	// A gang member that cannot be placed keeps its whole gang waiting:
 	// the admission answer is GangIncomplete, with the pool's reason.
-	if g := pod.Labels[waits.GangLabel]; g != "" && v.Reason != waits.GangIncomplete && v.Reason != waits.NotAttempted && v.Reason != waits.QuotaExceeded && v.Reason != waits.ReservationOvercommitted {
+	if g := pod.Labels[gpuv1.GangLabel]; g != "" && v.Reason != waits.GangIncomplete && v.Reason != waits.NotAttempted && v.Reason != waits.QuotaExceeded && v.Reason != waits.ReservationOvercommitted {
 		v = waits.Verdict{Reason: waits.GangIncomplete, Unresolvable: v.Unresolvable,
 			Message: fmt.Sprintf("gang %s cannot be admitted whole: %s: %s", g, v.Reason, v.Message)}
 	}

@@ -15,8 +15,7 @@ import (
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/klog/v2"
 
-	"github.com/rota-dev/rota/pkg/reservation"
-	schedulecontroller "github.com/rota-dev/rota/pkg/schedule/controller"
+	rotav1 "github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
 )
 
 // Watch caches what a report needs and tells when the cluster is quiet.
@@ -44,8 +43,8 @@ func startWatch(ctx context.Context, c *Cluster) (*Watch, error) {
 	slices := factory.Resource().V1().ResourceSlices()
 	rs := factory.Apps().V1().ReplicaSets()
 	deploys := factory.Apps().V1().Deployments()
-	schedules := dynFactory.ForResource(schedulecontroller.DeploySchedulesResource)
-	reservations := dynFactory.ForResource(reservation.GVR)
+	schedules := dynFactory.ForResource(rotav1.DeploySchedulesResource)
+	reservations := dynFactory.ForResource(rotav1.GPUReservationsResource)
 	w.Pods, w.Claims, w.Slices, w.ReplicaSets = pods.Lister(), claims.Lister(), slices.Lister(), rs.Lister()
 	w.Schedules, w.Reservations = schedules.Lister(), reservations.Lister()
 	handler := cache.ResourceEventHandlerFuncs{

@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strings"
 
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
+
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -16,9 +18,6 @@ import (
 	"github.com/rota-dev/rota/pkg/sandbox/cluster"
 	"github.com/rota-dev/rota/pkg/waits"
 )
-
-// DriverName is the driver whose devices are reported.
-const DriverName = "gpu.rota.dev"
 
 // State is the cluster at one instant.
 type State struct {
@@ -51,11 +50,11 @@ func Capture(w *cluster.Watch) (*State, error) {
 		return nil, err
 	}
 	for _, s := range slices {
-		if s.Spec.Driver != DriverName {
+		if s.Spec.Driver != gpuv1.DriverName {
 			continue
 		}
 		for _, d := range s.Spec.Devices {
-			g := GPU{Node: s.Spec.Pool.Name, Name: d.Name, UUID: attr(d, "uuid"), Model: attr(d, "model")}
+			g := GPU{Node: s.Spec.Pool.Name, Name: d.Name, UUID: attr(d, gpuv1.AttributeUUID), Model: attr(d, gpuv1.AttributeModel)}
 			for _, t := range d.Taints {
 				g.Taints = append(g.Taints, fmt.Sprintf("%s=%s:%s", t.Key, t.Value, t.Effect))
 			}
@@ -125,7 +124,7 @@ func Capture(w *cluster.Watch) (*State, error) {
 			}
 		}
 		for _, res := range c.Status.Allocation.Devices.Results {
-			if res.Driver != DriverName {
+			if res.Driver != gpuv1.DriverName {
 				continue
 			}
 			key := res.Pool + "/" + res.Device

@@ -4,10 +4,14 @@
 // documented in docs/scenarios.md; fields are only ever added.
 package report
 
-import "time"
+import (
+	"time"
+
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
+)
 
 // SchemaVersion identifies the JSON schema of Report.
-const SchemaVersion = "rota.dev/sandbox-report/v1"
+const SchemaVersion = gpuv1.SandboxReportSchema
 
 // Report is one run.
 type Report struct {

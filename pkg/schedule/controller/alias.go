@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -32,8 +34,8 @@ func (p *pass) aliasGuard(ctx context.Context, t *target, s *v1alpha1.Transition
 
 // servesAlias names what makes wl an alias target ("" if nothing).
 func (p *pass) servesAlias(ctx context.Context, wl *workload) (string, error) {
-	if wl.Annotations[AnnotationAlias] == "true" {
-		return "the alias annotation " + AnnotationAlias, nil
+	if wl.Annotations[gpuv1.AliasAnnotation] == "true" {
+		return "the alias annotation " + gpuv1.AliasAnnotation, nil
 	}
 	svcs, err := p.c.opts.Client.CoreV1().Services(wl.Namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {

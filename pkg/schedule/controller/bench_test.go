@@ -81,7 +81,7 @@ func (e *env) addScheduleB(b *testing.B, ds *v1alpha1.DeploySchedule) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if _, err := e.dyn.Resource(DeploySchedulesResource).Namespace(ds.Namespace).Create(e.ctx, unstructuredOf(obj), metav1.CreateOptions{}); err != nil {
+	if _, err := e.dyn.Resource(v1alpha1.DeploySchedulesResource).Namespace(ds.Namespace).Create(e.ctx, unstructuredOf(obj), metav1.CreateOptions{}); err != nil {
 		b.Fatal(err)
 	}
 }

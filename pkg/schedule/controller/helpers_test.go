@@ -89,8 +89,8 @@ func newEnv(t testing.TB, now time.Time, objs ...runtime.Object) *env {
 	e := &env{t: t, ctx: ctx, clock: clocktesting.NewFakeClock(now), recorder: record.NewFakeRecorder(1000), fp: &failpoints{}}
 	e.client = fake.NewClientset(append(objs, gateConfigMap("on"))...)
 	e.dyn = dynamicfake.NewSimpleDynamicClientWithCustomListKinds(scheme, map[schema.GroupVersionResource]string{
-		DeploySchedulesResource: "DeployScheduleList",
-		GPUReservationsResource: "GPUReservationList",
+		v1alpha1.DeploySchedulesResource: "DeployScheduleList",
+		v1alpha1.GPUReservationsResource: "GPUReservationList",
 	})
 	e.ctrl = e.newController()
 	return e
@@ -128,7 +128,7 @@ func (e *env) addSchedule(ds *v1alpha1.DeploySchedule) {
 		e.t.Fatal(err)
 	}
 	u := unstructuredOf(obj)
-	if _, err := e.dyn.Resource(DeploySchedulesResource).Namespace(ds.Namespace).Create(e.ctx, u, metav1.CreateOptions{}); err != nil {
+	if _, err := e.dyn.Resource(v1alpha1.DeploySchedulesResource).Namespace(ds.Namespace).Create(e.ctx, u, metav1.CreateOptions{}); err != nil {
 		e.t.Fatal(err)
 	}
 }

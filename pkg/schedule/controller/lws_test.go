@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
+
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -146,7 +148,7 @@ func TestLeaderWorkerSetSwap(t *testing.T) {
 		t.Fatalf("llama70b = %s/%s %q steps %+v, want Converged with one Succeeded step", st.Phase, st.Reason, st.Message, st.Steps)
 	}
 	u := e.lws("lws-llama70b")
-	if got := u.GetAnnotations()[AnnotationTransitionKey]; got != st.Steps[0].Key {
+	if got := u.GetAnnotations()[gpuv1.TransitionKeyAnnotation]; got != st.Steps[0].Key {
 		t.Errorf("transition key annotation = %q, want the step's key %q", got, st.Steps[0].Key)
 	}
 	if p, _, _ := unstructured.NestedString(u.Object, "spec", "startupPolicy"); p != "LeaderReady" {
@@ -161,8 +163,8 @@ func TestLeaderWorkerSetSwap(t *testing.T) {
 	if got := e.lwsReplicas("lws-llama70b"); got != 0 {
 		t.Fatalf("LeaderWorkerSet replicas at 18:00 = %d, want 0", got)
 	}
-	if got := e.lws("lws-llama70b").GetAnnotations()[AnnotationReplicasBeforeStop]; got != "1" {
-		t.Errorf("%s = %q, want 1", AnnotationReplicasBeforeStop, got)
+	if got := e.lws("lws-llama70b").GetAnnotations()[gpuv1.ReplicasBeforeStopAnnotation]; got != "1" {
+		t.Errorf("%s = %q, want 1", gpuv1.ReplicasBeforeStopAnnotation, got)
 	}
 }
 

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
+
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -37,7 +39,7 @@ func TestReservationPinning(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.dyn.Resource(GPUReservationsResource).Namespace(ns).Create(e.ctx, &unstructured.Unstructured{Object: obj}, metav1.CreateOptions{}); err != nil {
+	if _, err := e.dyn.Resource(v1alpha1.GPUReservationsResource).Namespace(ns).Create(e.ctx, &unstructured.Unstructured{Object: obj}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	e.converge("pool", 10)
@@ -57,8 +59,8 @@ func TestReservationPinning(t *testing.T) {
 	if len(sels) != 1 || !strings.Contains(sels[0].CEL.Expression, `.uuid in ["GPU-gpu-node-2"`) {
 		t.Errorf("pinned selectors %+v, want a uuid CEL selector over the reservation's GPUs", sels)
 	}
-	if tmpl.Labels[LabelPinnedFrom] != "gpu8" {
-		t.Errorf("pinned-from label %q", tmpl.Labels[LabelPinnedFrom])
+	if tmpl.Labels[gpuv1.PinnedFromLabel] != "gpu8" {
+		t.Errorf("pinned-from label %q", tmpl.Labels[gpuv1.PinnedFromLabel])
 	}
 }
 
@@ -136,12 +138,12 @@ func TestApplyNowRetries(t *testing.T) {
 	if err := e.client.CoreV1().Services(ns).Delete(e.ctx, "chat", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	u, err := e.dyn.Resource(DeploySchedulesResource).Namespace(ns).Get(e.ctx, "pool", metav1.GetOptions{})
+	u, err := e.dyn.Resource(v1alpha1.DeploySchedulesResource).Namespace(ns).Get(e.ctx, "pool", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	u.SetAnnotations(map[string]string{AnnotationApplyNow: "2026-10-19T08:05:00+07:00"})
-	if _, err := e.dyn.Resource(DeploySchedulesResource).Namespace(ns).Update(e.ctx, u, metav1.UpdateOptions{}); err != nil {
+	u.SetAnnotations(map[string]string{gpuv1.ApplyNowAnnotation: "2026-10-19T08:05:00+07:00"})
+	if _, err := e.dyn.Resource(v1alpha1.DeploySchedulesResource).Namespace(ns).Update(e.ctx, u, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	e.converge("pool", 10)

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -115,7 +117,7 @@ func (p *pass) run(ctx context.Context) error {
 	p.gateOK = gate == GateOn && !p.observe
 
 	retry := ""
-	if v := ds.Annotations[AnnotationApplyNow]; v != "" && v != ds.Status.ApplyNowHandled {
+	if v := ds.Annotations[gpuv1.ApplyNowAnnotation]; v != "" && v != ds.Status.ApplyNowHandled {
 		retry = v
 		if p.gateOK {
 			ds.Status.ApplyNowHandled = v

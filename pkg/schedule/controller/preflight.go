@@ -13,8 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
 	"github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
-	gpuconfig "github.com/rota-dev/rota/pkg/driver/config"
 )
 
 // quotaSuffix is how Kubernetes names the per-DeviceClass device quota:
@@ -299,10 +299,10 @@ func (p *pass) validateConfig(ctx context.Context, specs []resourceapi.ResourceC
 			}
 		}
 		for i, cfg := range spec.Devices.Config {
-			if cfg.Opaque == nil || cfg.Opaque.Driver != gpuDriver {
+			if cfg.Opaque == nil || cfg.Opaque.Driver != gpuv1.DriverName {
 				continue
 			}
-			if _, err := gpuconfig.Decode(cfg.Opaque.Parameters.Raw); err != nil {
+			if _, err := gpuv1.Decode(cfg.Opaque.Parameters.Raw); err != nil {
 				return fmt.Errorf("spec.devices.config[%d].opaque.parameters: %w", i, err)
 			}
 		}

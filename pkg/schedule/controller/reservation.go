@@ -9,17 +9,12 @@ import (
 	"strconv"
 	"strings"
 
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
+
 	resourceapi "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
-
-// gpuDriver is Rota's DRA driver; its devices carry the uuid attribute.
-const gpuDriver = "gpu.rota.dev"
-
-// LabelPinnedFrom on a derived ResourceClaimTemplate names the template it
-// was pinned from.
-const LabelPinnedFrom = "rota.dev/pinned-from"
 
 // errReservation says a target's GPUReservation cannot be used yet.
 type errReservation struct{ err error }
@@ -56,7 +51,7 @@ func pinSpec(spec resourceapi.ResourceClaimSpec, uuids []string) resourceapi.Res
 		quoted[i] = strconv.Quote(u)
 	}
 	sel := resourceapi.DeviceSelector{CEL: &resourceapi.CELDeviceSelector{Expression: fmt.Sprintf(
-		"device.driver == %q && device.attributes[%q].uuid in [%s]", gpuDriver, gpuDriver, strings.Join(quoted, ", "))}}
+		"device.driver == %q && device.attributes[%q].uuid in [%s]", gpuv1.DriverName, gpuv1.DriverName, strings.Join(quoted, ", "))}}
 	for i := range out.Devices.Requests {
 		r := &out.Devices.Requests[i]
 		if r.Exactly != nil {
@@ -92,7 +87,7 @@ func (p *pass) pinToReservation(ctx context.Context, t *target, wl *workload) (m
 			return nil, fmt.Errorf("get ResourceClaimTemplate %s: %w", *rc.ResourceClaimTemplateName, err)
 		}
 		base := tmpl
-		if orig := tmpl.Labels[LabelPinnedFrom]; orig != "" {
+		if orig := tmpl.Labels[gpuv1.PinnedFromLabel]; orig != "" {
 			if base, err = client.Get(ctx, orig, metav1.GetOptions{}); err != nil {
 				return nil, fmt.Errorf("get ResourceClaimTemplate %s: %w", orig, err)
 			}
@@ -105,8 +100,8 @@ func (p *pass) pinToReservation(ctx context.Context, t *target, wl *workload) (m
 		pinned := &resourceapi.ResourceClaimTemplate{
 			ObjectMeta: metav1.ObjectMeta{
 				Name: name, Namespace: wl.Namespace,
-				Labels:      map[string]string{LabelPinnedFrom: base.Name},
-				Annotations: map[string]string{"rota.dev/reservation": t.spec.ReservationName},
+				Labels:      map[string]string{gpuv1.PinnedFromLabel: base.Name},
+				Annotations: map[string]string{gpuv1.ReservationAnnotation: t.spec.ReservationName},
 			},
 			Spec: resourceapi.ResourceClaimTemplateSpec{ObjectMeta: base.Spec.ObjectMeta, Spec: pinSpec(base.Spec.Spec, uuids)},
 		}

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
@@ -52,7 +54,7 @@ func planStep(in schedule.Intent, wl *workload) (v1alpha1.TransitionStep, bool) 
 // restoreReplicas is the scale an unpinned Start brings a workload back to:
 // what it had when a schedule stopped it, else 1.
 func restoreReplicas(wl *workload) int32 {
-	if v, err := strconv.ParseInt(wl.Annotations[AnnotationReplicasBeforeStop], 10, 32); err == nil && v > 0 {
+	if v, err := strconv.ParseInt(wl.Annotations[gpuv1.ReplicasBeforeStopAnnotation], 10, 32); err == nil && v > 0 {
 		return int32(v)
 	}
 	return 1
@@ -94,7 +96,7 @@ func (p *pass) submit(ctx context.Context, t *target, s *v1alpha1.TransitionStep
 		return fmt.Errorf("step %s: %w", s.Key, err)
 	}
 	wrote := false
-	if wl.Annotations[AnnotationTransitionKey] != s.Key {
+	if wl.Annotations[gpuv1.TransitionKeyAnnotation] != s.Key {
 		if !write {
 			return nil
 		}
@@ -128,9 +130,9 @@ func (p *pass) submit(ctx context.Context, t *target, s *v1alpha1.TransitionStep
 
 // changeFor is the workload change a step makes.
 func (p *pass) changeFor(ctx context.Context, t *target, s *v1alpha1.TransitionStep, wl *workload) (change, error) {
-	ch := change{Replicas: ptr.Deref(s.Replicas, 0), Annotations: map[string]string{AnnotationTransitionKey: s.Key}}
+	ch := change{Replicas: ptr.Deref(s.Replicas, 0), Annotations: map[string]string{gpuv1.TransitionKeyAnnotation: s.Key}}
 	if s.Action == actionStop && wl.Replicas > 0 {
-		ch.Annotations[AnnotationReplicasBeforeStop] = strconv.Itoa(int(wl.Replicas))
+		ch.Annotations[gpuv1.ReplicasBeforeStopAnnotation] = strconv.Itoa(int(wl.Replicas))
 	}
 	if s.Group == v1alpha1.StepGroupAcquire && t.spec.ReservationName != "" {
 		templates, err := p.pinToReservation(ctx, t, wl)

@@ -15,12 +15,6 @@ import (
 	"github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
 )
 
-// Resources the controller reads through the dynamic client.
-var (
-	DeploySchedulesResource = v1alpha1.SchemeGroupVersion.WithResource("deployschedules")
-	GPUReservationsResource = v1alpha1.SchemeGroupVersion.WithResource("gpureservations")
-)
-
 // schedules reads and writes DeploySchedules as typed objects over the
 // dynamic client (the project has no generated clientset).
 type schedules struct {
@@ -35,7 +29,7 @@ func fromUnstructured[T any](u *unstructured.Unstructured, out *T) error {
 }
 
 func (s schedules) get(ctx context.Context, namespace, name string) (*v1alpha1.DeploySchedule, error) {
-	u, err := s.dyn.Resource(DeploySchedulesResource).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
+	u, err := s.dyn.Resource(v1alpha1.DeploySchedulesResource).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("get DeploySchedule %s/%s: %w", namespace, name, err)
 	}
@@ -44,7 +38,7 @@ func (s schedules) get(ctx context.Context, namespace, name string) (*v1alpha1.D
 }
 
 func (s schedules) list(ctx context.Context, namespace string, opts metav1.ListOptions) (*v1alpha1.DeployScheduleList, error) {
-	ul, err := s.dyn.Resource(DeploySchedulesResource).Namespace(namespace).List(ctx, opts)
+	ul, err := s.dyn.Resource(v1alpha1.DeploySchedulesResource).Namespace(namespace).List(ctx, opts)
 	if err != nil {
 		return nil, fmt.Errorf("list DeploySchedules: %w", err)
 	}
@@ -70,7 +64,7 @@ func (s schedules) updateStatus(ctx context.Context, ds *v1alpha1.DeploySchedule
 	u := &unstructured.Unstructured{Object: obj}
 	u.SetAPIVersion(v1alpha1.SchemeGroupVersion.String())
 	u.SetKind("DeploySchedule")
-	got, err := s.dyn.Resource(DeploySchedulesResource).Namespace(ds.Namespace).UpdateStatus(ctx, u, metav1.UpdateOptions{})
+	got, err := s.dyn.Resource(v1alpha1.DeploySchedulesResource).Namespace(ds.Namespace).UpdateStatus(ctx, u, metav1.UpdateOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("update status of DeploySchedule %s/%s: %w", ds.Namespace, ds.Name, err)
 	}
@@ -85,7 +79,7 @@ func (s schedules) listWatch() *cache.ListWatch {
 			return s.list(ctx, metav1.NamespaceAll, opts)
 		},
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			w, err := s.dyn.Resource(DeploySchedulesResource).Watch(ctx, opts)
+			w, err := s.dyn.Resource(v1alpha1.DeploySchedulesResource).Watch(ctx, opts)
 			if err != nil {
 				return nil, fmt.Errorf("watch DeploySchedules: %w", err)
 			}
@@ -107,7 +101,7 @@ func (s schedules) listWatch() *cache.ListWatch {
 
 // getReservation reads a GPUReservation (status only is used).
 func getReservation(ctx context.Context, dyn dynamic.Interface, namespace, name string) (*v1alpha1.GPUReservation, error) {
-	u, err := dyn.Resource(GPUReservationsResource).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
+	u, err := dyn.Resource(v1alpha1.GPUReservationsResource).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("get GPUReservation %s/%s: %w", namespace, name, err)
 	}

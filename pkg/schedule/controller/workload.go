@@ -15,24 +15,6 @@ import (
 	"github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
 )
 
-// Annotations the controller reads or writes.
-const (
-	// AnnotationTransitionKey on a workload is the idempotency key of the last
-	// step applied to it: a replayed step that finds its key here is not applied
-	// again.
-	AnnotationTransitionKey = "rota.dev/transition-key"
-	// AnnotationReplicasBeforeStop on a workload remembers its scale when a
-	// schedule stopped it, so an unpinned Start restores it.
-	AnnotationReplicasBeforeStop = "rota.dev/replicas-before-stop"
-	// AnnotationAlias on a workload marks it as serving an alias even when no
-	// Service selects its pods: stopping it needs allowDowntime.
-	AnnotationAlias = "rota.dev/alias"
-	// AnnotationApplyNow on a DeploySchedule (any new value, e.g. a timestamp)
-	// asks for an immediate pass and lets a target whose transition ended
-	// terminally in the current interval try again.
-	AnnotationApplyNow = "rota.dev/apply-now"
-)
-
 // workload is a Deployment, StatefulSet or LeaderWorkerSet as the controller
 // needs it. Replica counts are the workload's own unit: pods for a Deployment
 // or StatefulSet, leader-worker groups for a LeaderWorkerSet.

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"time"
 
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
+
 	"k8s.io/client-go/kubernetes"
 	drapb "k8s.io/kubelet/pkg/apis/dra/v1"
 	"k8s.io/utils/clock"
@@ -30,7 +32,7 @@ type Options struct {
 	// a pod starts and unprepared after it stopped. Nil skips both.
 	Preparer drapb.DRAPluginClient
 	// DriverName is the driver whose claims Preparer handles;
-	// "gpu.rota.dev" when empty.
+	// gpuv1.DriverName when empty.
 	DriverName string
 	// RetryDelay is the first wait before a failed prepare, unprepare or
 	// API update is retried; it doubles up to MaxRetryDelay. 10s and 5m
@@ -53,7 +55,7 @@ func (o *Options) validate() error {
 		o.Clock = clock.RealClock{}
 	}
 	if o.DriverName == "" {
-		o.DriverName = "gpu.rota.dev"
+		o.DriverName = gpuv1.DriverName
 	}
 	if o.RetryDelay <= 0 {
 		o.RetryDelay = 10 * time.Second

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
+
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -43,7 +45,7 @@ func waitingCondition(tb testing.TB, cp *framework.ControlPlane, namespace, name
 		tb.Fatalf("get pod %s/%s: %v", namespace, name, err)
 	}
 	for i := range p.Status.Conditions {
-		if p.Status.Conditions[i].Type == framework.WaitingCondition {
+		if p.Status.Conditions[i].Type == gpuv1.WaitingCondition {
 			return &p.Status.Conditions[i]
 		}
 	}

@@ -8,15 +8,14 @@ import (
 	"strings"
 	"testing"
 
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
+
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 )
-
-// WaitingCondition is the pod condition Rota's WaitReason plugin writes.
-const WaitingCondition v1.PodConditionType = "rota.dev/Waiting"
 
 // StartSchedulerWithPluginArgs runs the shipped scheduler configuration
 // with the args of the named plugins replaced (plugin name → args object,
@@ -66,7 +65,7 @@ func (cp *ControlPlane) StartSchedulerWithPluginArgs(tb testing.TB, args map[str
 // class, narrowed by cel; pods that share it land on the node its devices
 // are on, together (ClaimPod).
 func DeviceClaim(namespace, name string, count int64, cel ...string) *resourceapi.ResourceClaim {
-	req := &resourceapi.ExactDeviceRequest{DeviceClassName: DeviceClassName, AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: count}
+	req := &resourceapi.ExactDeviceRequest{DeviceClassName: gpuv1.DeviceClassName, AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: count}
 	for _, e := range cel {
 		req.Selectors = append(req.Selectors, resourceapi.DeviceSelector{CEL: &resourceapi.CELDeviceSelector{Expression: e}})
 	}
@@ -116,7 +115,7 @@ func (cp *ControlPlane) WaitForWaiting(tb testing.TB, namespace, name, reason st
 			return false, "", err
 		}
 		for _, c := range p.Status.Conditions {
-			if c.Type != WaitingCondition {
+			if c.Type != gpuv1.WaitingCondition {
 				continue
 			}
 			msg = c.Message
@@ -131,7 +130,7 @@ func (cp *ControlPlane) WaitForWaiting(tb testing.TB, namespace, name, reason st
 			}
 			return true, state, nil
 		}
-		return false, "no " + string(WaitingCondition) + " condition; " + describePodScheduling(p), nil
+		return false, "no " + string(gpuv1.WaitingCondition) + " condition; " + describePodScheduling(p), nil
 	})
 	return msg
 }

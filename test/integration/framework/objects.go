@@ -6,18 +6,14 @@ import (
 	"strings"
 	"testing"
 
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
+
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 )
-
-// DriverName is the DRA driver whose devices the builders describe.
-const DriverName = "gpu.rota.dev"
-
-// DeviceClassName is the DeviceClass that selects every Rota GPU.
-const DeviceClassName = "gpu.rota.dev"
 
 // GPU describes one simulated GPU in a ResourceSlice.
 type GPU struct {
@@ -69,9 +65,9 @@ func GPUSlice(node string, gpus ...GPU) *resourceapi.ResourceSlice {
 		})
 	}
 	return &resourceapi.ResourceSlice{
-		ObjectMeta: metav1.ObjectMeta{Name: node + "-" + DriverName},
+		ObjectMeta: metav1.ObjectMeta{Name: node + "-" + gpuv1.DriverName},
 		Spec: resourceapi.ResourceSliceSpec{
-			Driver:   DriverName,
+			Driver:   gpuv1.DriverName,
 			NodeName: ptr.To(node),
 			Pool:     resourceapi.ResourcePool{Name: node, ResourceSliceCount: 1},
 			Devices:  devices,
@@ -98,10 +94,10 @@ func GPUs(g GPU, n int) []GPU {
 // DeviceClass returns the class selecting every device of Rota's driver.
 func DeviceClass() *resourceapi.DeviceClass {
 	return &resourceapi.DeviceClass{
-		ObjectMeta: metav1.ObjectMeta{Name: DeviceClassName},
+		ObjectMeta: metav1.ObjectMeta{Name: gpuv1.DeviceClassName},
 		Spec: resourceapi.DeviceClassSpec{
 			Selectors: []resourceapi.DeviceSelector{{
-				CEL: &resourceapi.CELDeviceSelector{Expression: fmt.Sprintf("device.driver == %q", DriverName)},
+				CEL: &resourceapi.CELDeviceSelector{Expression: fmt.Sprintf("device.driver == %q", gpuv1.DriverName)},
 			}},
 		},
 	}
@@ -115,7 +111,7 @@ type Tier struct {
 
 // ModelTier selects GPUs of one model.
 func ModelTier(model string) Tier {
-	return Tier{Name: strings.ToLower(model), CEL: fmt.Sprintf("device.attributes[%q].model == %q", DriverName, model)}
+	return Tier{Name: strings.ToLower(model), CEL: fmt.Sprintf("device.attributes[%q].model == %q", gpuv1.DriverName, model)}
 }
 
 // TieredClaimTemplate returns a template whose one request "gpu" asks for one
@@ -125,7 +121,7 @@ func TieredClaimTemplate(namespace, name string, tiers ...Tier) *resourceapi.Res
 	for _, t := range tiers {
 		subs = append(subs, resourceapi.DeviceSubRequest{
 			Name:            t.Name,
-			DeviceClassName: DeviceClassName,
+			DeviceClassName: gpuv1.DeviceClassName,
 			Selectors:       []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: t.CEL}}},
 			AllocationMode:  resourceapi.DeviceAllocationModeExactCount,
 			Count:           1,

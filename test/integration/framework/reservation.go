@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"testing"
 
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
+
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -51,7 +53,7 @@ func H200Slice(node string, n int) *resourceapi.ResourceSlice {
 // memoryMiB and consumes the whole GPU.
 func SharedGPUTemplate(namespace, name string, memoryMiB int64, tolerations []resourceapi.DeviceToleration, cel ...string) *resourceapi.ResourceClaimTemplate {
 	req := &resourceapi.ExactDeviceRequest{
-		DeviceClassName: DeviceClassName,
+		DeviceClassName: gpuv1.DeviceClassName,
 		AllocationMode:  resourceapi.DeviceAllocationModeExactCount,
 		Count:           1,
 		Tolerations:     tolerations,
@@ -60,9 +62,9 @@ func SharedGPUTemplate(namespace, name string, memoryMiB int64, tolerations []re
 		req.Selectors = append(req.Selectors, resourceapi.DeviceSelector{CEL: &resourceapi.CELDeviceSelector{Expression: e}})
 	}
 	cfg := map[string]any{
-		"apiVersion": "gpu.rota.dev/v1alpha1",
-		"kind":       "GpuConfig",
-		"sharing":    map[string]any{"strategy": "TimeSlicing"},
+		"apiVersion": gpuv1.APIVersion,
+		"kind":       gpuv1.Kind,
+		"sharing":    map[string]any{"strategy": gpuv1.TimeSlicing},
 	}
 	if memoryMiB > 0 {
 		req.Capacity = &resourceapi.CapacityRequirements{Requests: map[resourceapi.QualifiedName]resource.Quantity{
@@ -82,7 +84,7 @@ func SharedGPUTemplate(namespace, name string, memoryMiB int64, tolerations []re
 					Requests: []resourceapi.DeviceRequest{{Name: "gpu", Exactly: req}},
 					Config: []resourceapi.DeviceClaimConfiguration{{
 						DeviceConfiguration: resourceapi.DeviceConfiguration{Opaque: &resourceapi.OpaqueDeviceConfiguration{
-							Driver: DriverName, Parameters: runtime.RawExtension{Raw: raw},
+							Driver: gpuv1.DriverName, Parameters: runtime.RawExtension{Raw: raw},
 						}},
 					}},
 				},
@@ -93,7 +95,7 @@ func SharedGPUTemplate(namespace, name string, memoryMiB int64, tolerations []re
 
 // UUIDSelector is the CEL expression that pins a request to one GPU.
 func UUIDSelector(uuid string) string {
-	return fmt.Sprintf("device.attributes[%q].uuid == %q", DriverName, uuid)
+	return fmt.Sprintf("device.attributes[%q].uuid == %q", gpuv1.DriverName, uuid)
 }
 
 // CreateDeployment creates a Deployment and the ReplicaSet it would own, as

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
+
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -18,14 +20,14 @@ import (
 )
 
 // UnhealthyTaint is the device taint Rota's driver puts on a failed GPU.
-var UnhealthyTaint = resourceapi.DeviceTaint{Key: DriverName + "/unhealthy", Value: "xid-79", Effect: resourceapi.DeviceTaintEffectNoSchedule}
+var UnhealthyTaint = resourceapi.DeviceTaint{Key: gpuv1.DriverName + "/unhealthy", Value: "xid-79", Effect: resourceapi.DeviceTaintEffectNoSchedule}
 
 // MinMemoryTier selects GPUs of a model with at least minGiB of memory.
 func MinMemoryTier(model string, minGiB int64) Tier {
 	return Tier{
 		Name: strings.ToLower(model),
 		CEL: fmt.Sprintf("device.attributes[%q].model == %q && device.capacity[%q].memory.compareTo(quantity(%q)) >= 0",
-			DriverName, model, DriverName, fmt.Sprintf("%dGi", minGiB)),
+			gpuv1.DriverName, model, gpuv1.DriverName, fmt.Sprintf("%dGi", minGiB)),
 	}
 }
 
@@ -54,7 +56,7 @@ func BoundPod(namespace, name, node, cpu string) *v1.Pod {
 func (cp *ControlPlane) SetDeviceTaints(tb testing.TB, node, device string, taints ...resourceapi.DeviceTaint) {
 	tb.Helper()
 	ctx := context.Background()
-	name := node + "-" + DriverName
+	name := node + "-" + gpuv1.DriverName
 	slice, err := cp.Client.ResourceV1().ResourceSlices().Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		tb.Fatalf("get ResourceSlice %s: %v", name, err)

@@ -7,12 +7,13 @@ import (
 	"strings"
 	"testing"
 
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
+
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
-	rsv "github.com/rota-dev/rota/pkg/reservation"
 	"github.com/rota-dev/rota/test/integration/framework"
 )
 
@@ -100,7 +101,7 @@ func TestAdmissionPolicy(t *testing.T) {
 		"other tolerations are accepted": {
 			namespace: outsiders,
 			create: func(ns, n string) error {
-				return createTemplate(ns, n, tol(rsv.UnhealthyTaintKey, resourceapi.DeviceTolerationOpExists, ""))
+				return createTemplate(ns, n, tol(gpuv1.UnhealthyTaintKey, resourceapi.DeviceTolerationOpExists, ""))
 			},
 		},
 		"another namespace's reservation is refused": {
@@ -111,7 +112,7 @@ func TestAdmissionPolicy(t *testing.T) {
 		"every reservation (Exists) is refused": {
 			namespace: tenant,
 			create: func(ns, n string) error {
-				return createTemplate(ns, n, tol(rsv.TaintKey, resourceapi.DeviceTolerationOpExists, ""))
+				return createTemplate(ns, n, tol(gpuv1.ReservedTaintKey, resourceapi.DeviceTolerationOpExists, ""))
 			},
 			wantErr: "not allowed",
 		},

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
+
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -105,7 +107,7 @@ func TestBudgetUnderConcurrency(t *testing.T) {
 	cp.Create(t, framework.SharedGPUTemplate(tenant, "untolerated", 1024, nil))
 	un := framework.ReplicaPod(rs, "untolerated", schedulerName, "untolerated")
 	cp.Create(t, un)
-	cp.WaitForPodUnschedulable(t, tenant, un.Name, "ReservationNotTolerated", rsv.TaintKey+"=team-a.batch")
+	cp.WaitForPodUnschedulable(t, tenant, un.Name, "ReservationNotTolerated", gpuv1.ReservedTaintKey+"=team-a.batch")
 }
 
 // TestBadSpecs: reservations that cannot be held say why in their status,

@@ -75,13 +75,13 @@ func createReservation(t *testing.T, cp *framework.ControlPlane, res *rotav1.GPU
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cp.Dynamic.Resource(rsv.GVR).Namespace(res.Namespace).Create(context.Background(), u, metav1.CreateOptions{}); err != nil {
+	if _, err := cp.Dynamic.Resource(rotav1.GPUReservationsResource).Namespace(res.Namespace).Create(context.Background(), u, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create GPUReservation %s/%s: %v", res.Namespace, res.Name, err)
 	}
 }
 
 func getReservation(ctx context.Context, cp *framework.ControlPlane, namespace, name string) (*rotav1.GPUReservation, error) {
-	u, err := cp.Dynamic.Resource(rsv.GVR).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
+	u, err := cp.Dynamic.Resource(rotav1.GPUReservationsResource).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return nil, err
 	}

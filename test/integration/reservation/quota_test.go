@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
+
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -16,7 +18,7 @@ import (
 	"github.com/rota-dev/rota/test/integration/framework"
 )
 
-const gpuQuota v1.ResourceName = framework.DeviceClassName + ".deviceclass.resource.k8s.io/devices"
+const gpuQuota v1.ResourceName = gpuv1.DeviceClassName + ".deviceclass.resource.k8s.io/devices"
 
 // setQuota creates a ResourceQuota limiting the namespace to limit GPUs of
 // class gpu.rota.dev. No quota controller runs here, so the test writes the
@@ -89,7 +91,7 @@ func TestQuotaCountsReservationOnce(t *testing.T) {
 	if msg := condition(more, rsv.ConditionReady).Message; !strings.Contains(msg, "exceeded quota") || len(more.Status.Devices) != 0 {
 		t.Errorf("QuotaExceeded reservation: message %q, devices %v", msg, more.Status.Devices)
 	}
-	rules, err := cp.Client.ResourceV1().DeviceTaintRules().List(ctx, metav1.ListOptions{LabelSelector: rsv.LabelName + "=more"})
+	rules, err := cp.Client.ResourceV1().DeviceTaintRules().List(ctx, metav1.ListOptions{LabelSelector: gpuv1.ReservationNameLabel + "=more"})
 	if err != nil || len(rules.Items) != 0 {
 		t.Errorf("a reservation refused by quota holds rules %v (%v)", rules, err)
 	}

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
+
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -155,7 +157,7 @@ func TestScenarioH200Reservation(t *testing.T) {
 
 	// Many syncs later the controller has written its rule once: what the
 	// API server fills in (the taint's TimeAdded) is not fought over.
-	rules, err := cp.Client.ResourceV1().DeviceTaintRules().List(ctx, metav1.ListOptions{LabelSelector: rsv.LabelName + "=serving"})
+	rules, err := cp.Client.ResourceV1().DeviceTaintRules().List(ctx, metav1.ListOptions{LabelSelector: gpuv1.ReservationNameLabel + "=serving"})
 	if err != nil || len(rules.Items) != 1 {
 		t.Fatalf("rules of the reservation: %v (%v), want one", rules, err)
 	}

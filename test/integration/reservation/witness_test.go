@@ -5,7 +5,10 @@ import (
 	"strings"
 	"testing"
 
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
+
 	"fmt"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	rotav1 "github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
@@ -66,11 +69,11 @@ func TestPlacementMismatch(t *testing.T) {
 	t.Logf("witness: %s", c.Message)
 
 	// Deleting the reservation releases the GPU.
-	if err := cp.Dynamic.Resource(rsv.GVR).Namespace(tenant).Delete(ctx, res.Name, metav1.DeleteOptions{}); err != nil {
+	if err := cp.Dynamic.Resource(rotav1.GPUReservationsResource).Namespace(tenant).Delete(ctx, res.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	framework.WaitFor(t, "the reservation and its DeviceTaintRule to be gone", func(ctx context.Context) (bool, string, error) {
-		rules, err := cp.Client.ResourceV1().DeviceTaintRules().List(ctx, metav1.ListOptions{LabelSelector: rsv.LabelName + "=" + res.Name})
+		rules, err := cp.Client.ResourceV1().DeviceTaintRules().List(ctx, metav1.ListOptions{LabelSelector: gpuv1.ReservationNameLabel + "=" + res.Name})
 		if err != nil {
 			return false, "", err
 		}

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
+
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -57,7 +59,7 @@ func TestAliasBlockedWithoutConsent(t *testing.T) {
 	if err := e.cp.Client.CoreV1().Services(ns).Delete(e.ctx, "batch-api", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"true"}}}`, controller.AnnotationAlias)
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"true"}}}`, gpuv1.AliasAnnotation)
 	if _, err := e.cp.Client.AppsV1().Deployments(ns).Patch(e.ctx, "md-qwen32b", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +84,7 @@ func TestAliasBlockedWithoutConsent(t *testing.T) {
 	if q, l := e.replicas("md-qwen32b"), e.replicas("md-llama70b"); q != 0 || l != 1 {
 		t.Errorf("after consent: qwen32b %d llama70b %d replicas, want 0 and 1", q, l)
 	}
-	if key := e.deployment("md-qwen32b").Annotations[controller.AnnotationTransitionKey]; !strings.HasSuffix(key, "/stop#retry-2") {
+	if key := e.deployment("md-qwen32b").Annotations[gpuv1.TransitionKeyAnnotation]; !strings.HasSuffix(key, "/stop#retry-2") {
 		t.Errorf("qwen32b was stopped by step %q, want the retry-2 stop", key)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
+
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -179,7 +181,7 @@ func gpuTemplate(name string, n int64) *resourceapi.ResourceClaimTemplate {
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: resourceapi.ResourceClaimTemplateSpec{Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{
 			Requests: []resourceapi.DeviceRequest{{Name: "gpu", Exactly: &resourceapi.ExactDeviceRequest{
-				DeviceClassName: framework.DeviceClassName, AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: n,
+				DeviceClassName: gpuv1.DeviceClassName, AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: n,
 			}}},
 		}}},
 	}
@@ -234,14 +236,14 @@ func (e *env) createSchedule(doc string) {
 	if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
 		e.t.Fatalf("schedule YAML: %v", err)
 	}
-	if _, err := e.cp.Dynamic.Resource(controller.DeploySchedulesResource).Namespace(ns).Create(e.ctx, &u, metav1.CreateOptions{}); err != nil {
+	if _, err := e.cp.Dynamic.Resource(v1alpha1.DeploySchedulesResource).Namespace(ns).Create(e.ctx, &u, metav1.CreateOptions{}); err != nil {
 		e.t.Fatalf("create schedule: %v", err)
 	}
 }
 
 func (e *env) schedule(name string) *v1alpha1.DeploySchedule {
 	e.t.Helper()
-	u, err := e.cp.Dynamic.Resource(controller.DeploySchedulesResource).Namespace(ns).Get(e.ctx, name, metav1.GetOptions{})
+	u, err := e.cp.Dynamic.Resource(v1alpha1.DeploySchedulesResource).Namespace(ns).Get(e.ctx, name, metav1.GetOptions{})
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
+
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,7 +22,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
-	"github.com/rota-dev/rota/pkg/schedule/controller"
 	"github.com/rota-dev/rota/test/integration/framework"
 )
 
@@ -106,7 +107,7 @@ func (e *env) updateSchedule(name string, mutate func(*v1alpha1.DeploySchedule))
 		u := &unstructured.Unstructured{Object: obj}
 		u.SetAPIVersion(v1alpha1.SchemeGroupVersion.String())
 		u.SetKind("DeploySchedule")
-		_, err = e.cp.Dynamic.Resource(controller.DeploySchedulesResource).Namespace(ns).Update(e.ctx, u, metav1.UpdateOptions{})
+		_, err = e.cp.Dynamic.Resource(v1alpha1.DeploySchedulesResource).Namespace(ns).Update(e.ctx, u, metav1.UpdateOptions{})
 		return err
 	})
 	if err != nil {
@@ -117,8 +118,8 @@ func (e *env) updateSchedule(name string, mutate func(*v1alpha1.DeploySchedule))
 // applyNow sets the rota.dev/apply-now annotation, as `kubectl annotate` would.
 func (e *env) applyNow(name, value string) {
 	e.t.Helper()
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, controller.AnnotationApplyNow, value)
-	if _, err := e.cp.Dynamic.Resource(controller.DeploySchedulesResource).Namespace(ns).Patch(e.ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, gpuv1.ApplyNowAnnotation, value)
+	if _, err := e.cp.Dynamic.Resource(v1alpha1.DeploySchedulesResource).Namespace(ns).Patch(e.ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		e.t.Fatalf("apply-now on %s: %v", name, err)
 	}
 }
@@ -236,7 +237,7 @@ func (e *env) expectUntouched(obs *observer, names ...string) {
 		if n := obs.scaleChanges(name); n != 0 {
 			e.t.Errorf("%s: replicas changed %d times, want untouched", name, n)
 		}
-		if key := e.deployment(name).Annotations[controller.AnnotationTransitionKey]; key != "" {
+		if key := e.deployment(name).Annotations[gpuv1.TransitionKeyAnnotation]; key != "" {
 			e.t.Errorf("%s carries transition key %s, want untouched", name, key)
 		}
 	}

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
+
 	"k8s.io/utils/ptr"
 
 	"github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
@@ -142,7 +144,7 @@ func TestCrashBetweenSubmittingAndMutation(t *testing.T) {
 			if len(st.Steps) != 1 || st.Steps[0].Phase != v1alpha1.StepSubmitting || st.Steps[0].Key != key {
 				t.Fatalf("after the crash: steps %+v, want %s Submitting", st.Steps, key)
 			}
-			if got := e.deployment("md-qwen32b").Annotations[controller.AnnotationTransitionKey] == key; got != after {
+			if got := e.deployment("md-qwen32b").Annotations[gpuv1.TransitionKeyAnnotation] == key; got != after {
 				t.Fatalf("mutation applied before the restart = %v, want %v", got, after)
 			}
 			second := &countWrites{writes: map[string]int{}}

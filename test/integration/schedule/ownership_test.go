@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
+
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
@@ -48,7 +50,7 @@ func TestTargetOwnedBySecondSchedule(t *testing.T) {
 	// schedule still plans nothing for it.
 	e.clock.SetTime(at(19, 8, 0))
 	e.convergedSince(weekName, at(19, 8, 0), 400)
-	key := e.deployment("md-qwen32b").Annotations[controller.AnnotationTransitionKey]
+	key := e.deployment("md-qwen32b").Annotations[gpuv1.TransitionKeyAnnotation]
 	if week := e.schedule(weekName); !strings.HasPrefix(key, string(week.UID)+"/qwen32b/") {
 		t.Errorf("qwen32b last changed by step %q, want one of %s (%s)", key, weekName, week.UID)
 	}

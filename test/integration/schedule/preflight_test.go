@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
+
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -20,7 +22,7 @@ import (
 
 // gpuQuota is the namespace quota on Rota's DeviceClass as Kubernetes 1.37
 // names it: "<class>.deviceclass.resource.k8s.io/devices".
-const gpuQuota = v1.ResourceName(framework.DeviceClassName + v1.ResourceClaimsPerClass)
+const gpuQuota = v1.ResourceName(gpuv1.DeviceClassName + v1.ResourceClaimsPerClass)
 
 // The namespace may hold 9 GPUs and holds 8 (qwen32b 6, md-bge-embed 2). At
 // 08:00 stopping qwen32b frees 6 and llama70b would add 8: 10 > 9. The

@@ -5,11 +5,12 @@ import (
 	"strings"
 	"testing"
 
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
+
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 
-	"github.com/rota-dev/rota/pkg/plugins/tiering"
 	"github.com/rota-dev/rota/pkg/scheduler"
 	"github.com/rota-dev/rota/test/integration/framework"
 )
@@ -56,12 +57,12 @@ func TestTierAnnotationComesWithBinding(t *testing.T) {
 	})
 
 	firstBound := firstBoundVersions(t, w, "tiered", "plain")
-	if got := firstBound["tiered"].Annotations[tiering.TierAnnotation]; got != "1/2: H100" {
+	if got := firstBound["tiered"].Annotations[gpuv1.TierAnnotation]; got != "1/2: H100" {
 		t.Errorf("tiered pod when it got its node: %s=%q, want \"1/2: H100\" written with the binding (annotations %v)",
-			tiering.TierAnnotation, got, firstBound["tiered"].Annotations)
+			gpuv1.TierAnnotation, got, firstBound["tiered"].Annotations)
 	}
-	if got, ok := firstBound["plain"].Annotations[tiering.TierAnnotation]; ok {
-		t.Errorf("pod without claims has %s=%q, want none", tiering.TierAnnotation, got)
+	if got, ok := firstBound["plain"].Annotations[gpuv1.TierAnnotation]; ok {
+		t.Errorf("pod without claims has %s=%q, want none", gpuv1.TierAnnotation, got)
 	}
 
 	// PostBind still explains the placement. Once its Event is there, no
@@ -77,8 +78,8 @@ func TestTierAnnotationComesWithBinding(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, mf := range tiered.ManagedFields {
-		if mf.FieldsV1 != nil && strings.Contains(mf.FieldsV1.GetRawString(), `"f:`+tiering.TierAnnotation+`"`) {
-			t.Errorf("manager %q (%s %s) wrote %s in a pod write of its own", mf.Manager, mf.Operation, mf.Subresource, tiering.TierAnnotation)
+		if mf.FieldsV1 != nil && strings.Contains(mf.FieldsV1.GetRawString(), `"f:`+gpuv1.TierAnnotation+`"`) {
+			t.Errorf("manager %q (%s %s) wrote %s in a pod write of its own", mf.Manager, mf.Operation, mf.Subresource, gpuv1.TierAnnotation)
 		}
 	}
 }

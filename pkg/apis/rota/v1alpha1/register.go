@@ -19,6 +19,13 @@ var (
 	AddToScheme = SchemeBuilder.AddToScheme
 )
 
+// The resources of this group, for the dynamic client (Rota has no
+// generated clientset).
+var (
+	DeploySchedulesResource = SchemeGroupVersion.WithResource("deployschedules")
+	GPUReservationsResource = SchemeGroupVersion.WithResource("gpureservations")
+)
+
 // Resource returns a GroupResource for a resource of this group.
 func Resource(resource string) schema.GroupResource {
 	return SchemeGroupVersion.WithResource(resource).GroupResource()

@@ -1,4 +1,4 @@
-package config
+package v1alpha1
 
 import "strings"
 

@@ -1,15 +1,10 @@
-// Package config is the opaque device configuration of the gpu.rota.dev
-// driver, GpuConfig (apiVersion gpu.rota.dev/v1alpha1), which a DeviceClass or
-// a ResourceClaim carries in its opaque config. It is not served by the API
-// server: the driver decodes it strictly at prepare time and fails the claim
-// with a field path when it is wrong.
-package config
+package v1alpha1
 
 import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 const (
 	// APIVersion of GpuConfig.
-	APIVersion = "gpu.rota.dev/v1alpha1"
+	APIVersion = DriverName + "/v1alpha1"
 	// Kind of GpuConfig.
 	Kind = "GpuConfig"
 )

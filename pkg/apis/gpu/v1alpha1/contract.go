@@ -1,0 +1,99 @@
+package v1alpha1
+
+import (
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+)
+
+// DriverName is the DRA driver's name, the domain of its device attributes
+// and the name of the DeviceClass the manifests install.
+const DriverName = "gpu.rota.dev"
+
+// CDIVendor is the vendor of the CDI specs the driver writes: devices are
+// named k8s.gpu.rota.dev/claim=<claim UID>-<device>.
+const CDIVendor = "k8s." + DriverName
+
+// SandboxReportSchema identifies the JSON schema of rota-sandbox reports,
+// which scripts and CI read.
+const SandboxReportSchema = "rota.dev/sandbox-report/v1"
+
+// DeviceClassName is the DeviceClass that selects every GPU of the driver.
+const DeviceClassName = DriverName
+
+// Device attributes and capacity the driver publishes for each GPU
+// (docs/driver.md, "ResourceSlices"). They are qualified by DriverName in CEL
+// (device.attributes["gpu.rota.dev"].model) and unqualified in the slice.
+const (
+	AttributeUUID                  resourceapi.QualifiedName = "uuid"
+	AttributeProductName           resourceapi.QualifiedName = "productName"
+	AttributeIndex                 resourceapi.QualifiedName = "index"
+	AttributeModel                 resourceapi.QualifiedName = "model"
+	AttributeArchitecture          resourceapi.QualifiedName = "architecture"
+	AttributeCUDAComputeCapability resourceapi.QualifiedName = "cudaComputeCapability"
+	AttributeDriverVersion         resourceapi.QualifiedName = "driverVersion"
+	AttributeCUDADriverVersion     resourceapi.QualifiedName = "cudaDriverVersion"
+	// CapacityMemory is the GPU's memory in bytes; consumable when the
+	// driver runs with --consumable-memory.
+	CapacityMemory resourceapi.QualifiedName = "memory"
+)
+
+// Device taint keys.
+const (
+	// UnhealthyTaintKey marks GPUs that NVML reports in trouble
+	// (docs/driver.md, "Health").
+	UnhealthyTaintKey = DriverName + "/unhealthy"
+	// ReservedTaintKey marks GPUs a GPUReservation holds; its value is
+	// ReservedTaintValue's <namespace>.<name> (docs/reservations.md).
+	ReservedTaintKey = "rota.dev/reserved"
+)
+
+// Labels, annotations and the finalizer of GPUReservations.
+const (
+	// ReservationNamespaceLabel and ReservationNameLabel name the
+	// GPUReservation that owns a DeviceTaintRule, DeviceClass or holder claim.
+	ReservationNamespaceLabel = "rota.dev/reservation-namespace"
+	ReservationNameLabel      = "rota.dev/reservation-name"
+	// ReservationAnnotation on a pinned ResourceClaimTemplate names the
+	// reservation whose GPUs it is pinned to.
+	ReservationAnnotation = "rota.dev/reservation"
+	// PurposeAnnotation says, for a person, why Rota created an object.
+	PurposeAnnotation = "rota.dev/purpose"
+	// ReservationClassSuffix ends the name of the DeviceClass a reservation
+	// keeps for its held GPUs: <namespace>.<name>.reservation.rota.dev.
+	ReservationClassSuffix = ".reservation.rota.dev"
+	// ReservationFinalizer keeps a GPUReservation until its taints, class and
+	// holder claim are gone.
+	ReservationFinalizer = "rota.dev/reservation-holder"
+)
+
+// Annotations and labels of DeploySchedule targets (docs/schedule.md).
+const (
+	// TransitionKeyAnnotation records, on a workload, the idempotency key of
+	// the last transition step applied to it.
+	TransitionKeyAnnotation = "rota.dev/transition-key"
+	// ReplicasBeforeStopAnnotation remembers the replicas a stop removed.
+	ReplicasBeforeStopAnnotation = "rota.dev/replicas-before-stop"
+	// AliasAnnotation declares that a workload is an alias of another, so a
+	// swap would leave its users without a backend.
+	AliasAnnotation = "rota.dev/alias"
+	// ApplyNowAnnotation on a DeploySchedule asks for the current interval's
+	// transition to run now.
+	ApplyNowAnnotation = "rota.dev/apply-now"
+	// PinnedFromLabel on a pinned ResourceClaimTemplate names the template it
+	// was copied from.
+	PinnedFromLabel = "rota.dev/pinned-from"
+)
+
+// What the scheduler reads from and writes on pods (docs/admission.md,
+// docs/tiering.md).
+const (
+	// TierAnnotation is the tier (firstAvailable subrequest) a pod was
+	// placed on; it travels on the Binding.
+	TierAnnotation = "rota.dev/tier"
+	// WaitingCondition is the pod condition with the reason a pod waits.
+	WaitingCondition v1.PodConditionType = "rota.dev/Waiting"
+	// GangLabel names a pod's gang; GangSizeAnnotation is how many pods the
+	// gang needs before any of them is admitted.
+	GangLabel          = "rota.dev/gang"
+	GangSizeAnnotation = "rota.dev/gang-size"
+)
