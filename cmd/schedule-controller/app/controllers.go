@@ -4,13 +4,14 @@ import (
 	"context"
 	"time"
 
+	reservationcontroller "github.com/rota-dev/rota/pkg/reservation/controller"
+
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/component-base/metrics"
 	"k8s.io/utils/clock"
 
-	"github.com/rota-dev/rota/pkg/reservation"
 	schedulecontroller "github.com/rota-dev/rota/pkg/schedule/controller"
 )
 
@@ -65,7 +66,7 @@ func newDeployScheduleController(d deps) (runnable, error) {
 }
 
 func newGPUReservationController(d deps) (runnable, error) {
-	return reservation.New(reservation.Options{
+	return reservationcontroller.New(reservationcontroller.Options{
 		Client: d.Client, Dynamic: d.Dynamic, Clock: d.Clock, Recorder: d.Recorder, Registry: d.Registry,
 	})
 }

@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/rota-dev/rota/pkg/apis/rota/validation"
 	"github.com/rota-dev/rota/pkg/schedule"
+	"github.com/rota-dev/rota/pkg/schedule/validation"
 )
 
 // Output formats of the timeline command.

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"sync"
 
+	reservationcontroller "github.com/rota-dev/rota/pkg/reservation/controller"
+
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
@@ -22,7 +24,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
-	"github.com/rota-dev/rota/pkg/reservation"
 	"github.com/rota-dev/rota/pkg/sandbox/apply"
 	"github.com/rota-dev/rota/pkg/sandbox/controlplane"
 	schedulecontroller "github.com/rota-dev/rota/pkg/schedule/controller"
@@ -252,7 +253,7 @@ func (c *Cluster) startScheduleController(ctx context.Context) (func(), error) {
 // startReservationController runs Rota's GPUReservation controller.
 func (c *Cluster) startReservationController(ctx context.Context) (func(), error) {
 	ctx, cancel := context.WithCancel(ctx)
-	ctrl, err := reservation.New(reservation.Options{Client: c.Client, Dynamic: c.Dynamic, Clock: c.opts.Clock})
+	ctrl, err := reservationcontroller.New(reservationcontroller.Options{Client: c.Client, Dynamic: c.Dynamic, Clock: c.opts.Clock})
 	if err != nil {
 		cancel()
 		return nil, err

@@ -15,8 +15,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
-	"github.com/rota-dev/rota/pkg/apis/rota/validation"
 	"github.com/rota-dev/rota/pkg/schedule"
+	"github.com/rota-dev/rota/pkg/schedule/validation"
 )
 
 // errConflict ends a pass whose status write lost a compare-and-swap: another

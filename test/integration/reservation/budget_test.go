@@ -6,13 +6,14 @@ import (
 	"strings"
 	"testing"
 
+	reservationcontroller "github.com/rota-dev/rota/pkg/reservation/controller"
+
 	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	rotav1 "github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
-	rsv "github.com/rota-dev/rota/pkg/reservation"
 	"github.com/rota-dev/rota/test/integration/framework"
 )
 
@@ -125,15 +126,15 @@ func TestBadSpecs(t *testing.T) {
 				r.Spec.NodeName = "no-such-node"
 				return r
 			}(),
-			wantReason: rsv.ReasonNodeNotFound, wantMsg: "spec.nodeName: node no-such-node does not exist",
+			wantReason: reservationcontroller.ReasonNodeNotFound, wantMsg: "spec.nodeName: node no-such-node does not exist",
 		},
 		"more GPUs than the node has": {
 			res:        timeSliced(tenant, "greedy", 9, member("a", "md-a")),
-			wantReason: rsv.ReasonTooManyGPUs, wantMsg: "spec.count: 9 GPUs asked, node hgx-h200-0 has 8",
+			wantReason: reservationcontroller.ReasonTooManyGPUs, wantMsg: "spec.count: 9 GPUs asked, node hgx-h200-0 has 8",
 		},
 		"name too long to mark the GPUs": {
 			res:        timeSliced(tenant, strings.Repeat("r", 60), 1, member("a", "md-a")),
-			wantReason: rsv.ReasonNameTooLong, wantMsg: "must be no more than 63 bytes",
+			wantReason: reservationcontroller.ReasonNameTooLong, wantMsg: "must be no more than 63 bytes",
 		},
 		"UUID not on the node": {
 			res: func() *rotav1.GPUReservation {
@@ -141,7 +142,7 @@ func TestBadSpecs(t *testing.T) {
 				r.Spec.Count, r.Spec.DeviceUUIDs = nil, []string{"GPU-hgx-h200-0-1", "GPU-does-not-exist"}
 				return r
 			}(),
-			wantReason: rsv.ReasonDeviceNotFound, wantMsg: "spec.deviceUUIDs[1]: GPU-does-not-exist is not published on node hgx-h200-0",
+			wantReason: reservationcontroller.ReasonDeviceNotFound, wantMsg: "spec.deviceUUIDs[1]: GPU-does-not-exist is not published on node hgx-h200-0",
 		},
 	}
 	for _, tc := range tests {
@@ -152,9 +153,9 @@ func TestBadSpecs(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			res := waitForReservation(t, cp, tenant, tc.res.Name, "Pending with "+tc.wantReason, func(r *rotav1.GPUReservation) bool {
-				return r.Status.Phase == rotav1.ReservationPending && condition(r, rsv.ConditionReady).Reason == tc.wantReason
+				return r.Status.Phase == rotav1.ReservationPending && condition(r, reservationcontroller.ConditionReady).Reason == tc.wantReason
 			})
-			if c := condition(res, rsv.ConditionReady); !strings.Contains(c.Message, tc.wantMsg) {
+			if c := condition(res, reservationcontroller.ConditionReady); !strings.Contains(c.Message, tc.wantMsg) {
 				t.Errorf("Ready condition message %q, want it to contain %q", c.Message, tc.wantMsg)
 			}
 			if len(res.Status.Devices) != 0 {
@@ -170,8 +171,8 @@ func TestBadSpecs(t *testing.T) {
 	}
 	// Two GPUs are held; the node has 6 free, so 7 cannot be had.
 	createReservation(t, cp, timeSliced(tenant, "seven", 7, member("a", "md-a")))
-	res = waitForReservation(t, cp, tenant, "seven", "Pending with "+rsv.ReasonInsufficientFree, func(r *rotav1.GPUReservation) bool {
-		return condition(r, rsv.ConditionReady).Reason == rsv.ReasonInsufficientFree
+	res = waitForReservation(t, cp, tenant, "seven", "Pending with "+reservationcontroller.ReasonInsufficientFree, func(r *rotav1.GPUReservation) bool {
+		return condition(r, reservationcontroller.ConditionReady).Reason == reservationcontroller.ReasonInsufficientFree
 	})
-	t.Logf("seven: %s", condition(res, rsv.ConditionReady).Message)
+	t.Logf("seven: %s", condition(res, reservationcontroller.ConditionReady).Message)
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	reservationcontroller "github.com/rota-dev/rota/pkg/reservation/controller"
+
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -34,7 +36,7 @@ func startReservationController(t *testing.T, cp *framework.ControlPlane) {
 	t.Helper()
 	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.Verbosity(2)))
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logger))
-	ctrl, err := rsv.New(rsv.Options{Client: cp.Client, Dynamic: cp.Dynamic, Clock: clock.RealClock{}, Registry: metrics.NewKubeRegistry()})
+	ctrl, err := reservationcontroller.New(reservationcontroller.Options{Client: cp.Client, Dynamic: cp.Dynamic, Clock: clock.RealClock{}, Registry: metrics.NewKubeRegistry()})
 	if err != nil {
 		cancel()
 		t.Fatalf("create reservation controller: %v", err)

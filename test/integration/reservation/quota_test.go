@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	reservationcontroller "github.com/rota-dev/rota/pkg/reservation/controller"
+
 	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
 
 	v1 "k8s.io/api/core/v1"
@@ -14,7 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	rotav1 "github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
-	rsv "github.com/rota-dev/rota/pkg/reservation"
 	"github.com/rota-dev/rota/test/integration/framework"
 )
 
@@ -68,7 +69,7 @@ func TestQuotaCountsReservationOnce(t *testing.T) {
 		used, err := quotaUsed(ctx, cp, tenant)
 		return used == 1, fmt.Sprintf("used=%d", used), err
 	})
-	class := rsv.ClassName(tenant, "serving")
+	class := reservationcontroller.ClassName(tenant, "serving")
 	rs := cp.CreateDeployment(t, tenant, "md-a")
 	cp.Create(t, framework.WithDeviceClass(framework.SharedGPUTemplate(tenant, "member", 20480, reservedToleration(tenant, "serving")), class))
 	for i := range 3 {
@@ -86,16 +87,16 @@ func TestQuotaCountsReservationOnce(t *testing.T) {
 	// Two more GPUs do not fit a quota of 2 with 1 used.
 	createReservation(t, cp, timeSliced(tenant, "more", 2, member("a", "md-a")))
 	more := waitForReservation(t, cp, tenant, "more", "Pending with QuotaExceeded", func(r *rotav1.GPUReservation) bool {
-		return condition(r, rsv.ConditionReady).Reason == rsv.ReasonQuotaExceeded
+		return condition(r, reservationcontroller.ConditionReady).Reason == reservationcontroller.ReasonQuotaExceeded
 	})
-	if msg := condition(more, rsv.ConditionReady).Message; !strings.Contains(msg, "exceeded quota") || len(more.Status.Devices) != 0 {
+	if msg := condition(more, reservationcontroller.ConditionReady).Message; !strings.Contains(msg, "exceeded quota") || len(more.Status.Devices) != 0 {
 		t.Errorf("QuotaExceeded reservation: message %q, devices %v", msg, more.Status.Devices)
 	}
 	rules, err := cp.Client.ResourceV1().DeviceTaintRules().List(ctx, metav1.ListOptions{LabelSelector: gpuv1.ReservationNameLabel + "=more"})
 	if err != nil || len(rules.Items) != 0 {
 		t.Errorf("a reservation refused by quota holds rules %v (%v)", rules, err)
 	}
-	t.Logf("refused by quota: %s", condition(more, rsv.ConditionReady).Message)
+	t.Logf("refused by quota: %s", condition(more, reservationcontroller.ConditionReady).Message)
 
 	// An ordinary claim still fits the remaining GPU of the quota.
 	cp.Create(t, &resourceapi.ResourceClaim{

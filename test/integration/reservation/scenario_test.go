@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	reservationcontroller "github.com/rota-dev/rota/pkg/reservation/controller"
+
 	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -12,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	rotav1 "github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
-	rsv "github.com/rota-dev/rota/pkg/reservation"
 	"github.com/rota-dev/rota/test/integration/framework"
 )
 
@@ -98,13 +99,13 @@ func TestScenarioH200Reservation(t *testing.T) {
 	res = waitForReservation(t, cp, tenant, "serving", "members a, b, c converged", func(r *rotav1.GPUReservation) bool {
 		n := 0
 		for _, m := range r.Status.Members {
-			if m.Pods == 1 && m.MemoryMiB == budgets[m.Name] && m.Placement == rsv.PlacementConverged {
+			if m.Pods == 1 && m.MemoryMiB == budgets[m.Name] && m.Placement == reservationcontroller.PlacementConverged {
 				n++
 			}
 		}
 		return n == 3
 	})
-	if c := condition(res, rsv.ConditionPlacementMismatch); c.Status != metav1.ConditionFalse {
+	if c := condition(res, reservationcontroller.ConditionPlacementMismatch); c.Status != metav1.ConditionFalse {
 		t.Errorf("PlacementMismatch = %+v, want False", c)
 	}
 
@@ -146,7 +147,7 @@ func TestScenarioH200Reservation(t *testing.T) {
 	res = waitForReservation(t, cp, tenant, "serving", "Degraded", func(r *rotav1.GPUReservation) bool {
 		return r.Status.Phase == rotav1.ReservationDegraded
 	})
-	if c := condition(res, rsv.ConditionDegraded); c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "gpu-0") {
+	if c := condition(res, reservationcontroller.ConditionDegraded); c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "gpu-0") {
 		t.Errorf("Degraded condition = %+v, want True naming gpu-0", c)
 	}
 	cp.SetDeviceTaints(t, node, "gpu-0")

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	reservationcontroller "github.com/rota-dev/rota/pkg/reservation/controller"
+
 	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
 
 	"fmt"
@@ -12,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	rotav1 "github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
-	rsv "github.com/rota-dev/rota/pkg/reservation"
 	"github.com/rota-dev/rota/test/integration/framework"
 )
 
@@ -47,19 +48,19 @@ func TestPlacementMismatch(t *testing.T) {
 		t.Fatalf("allocated %v; the test needs the allocator to pick a GPU other than gpu-7", got)
 	}
 	status := waitForReservation(t, cp, tenant, res.Name, "PlacementMismatch", func(r *rotav1.GPUReservation) bool {
-		return condition(r, rsv.ConditionPlacementMismatch).Status == metav1.ConditionTrue
+		return condition(r, reservationcontroller.ConditionPlacementMismatch).Status == metav1.ConditionTrue
 	})
-	c := condition(status, rsv.ConditionPlacementMismatch)
+	c := condition(status, reservationcontroller.ConditionPlacementMismatch)
 	for _, want := range []string{"m-0 (member m) on " + got[0], "Fix:", "rota.dev/reserved=team-a.pinned-last", "uuid"} {
 		if !strings.Contains(c.Message, want) {
 			t.Errorf("PlacementMismatch message %q lacks %q", c.Message, want)
 		}
 	}
-	if status.Status.Members[0].Placement != rsv.PlacementMismatch {
-		t.Errorf("member placement = %q, want %s", status.Status.Members[0].Placement, rsv.PlacementMismatch)
+	if status.Status.Members[0].Placement != reservationcontroller.PlacementMismatch {
+		t.Errorf("member placement = %q, want %s", status.Status.Members[0].Placement, reservationcontroller.PlacementMismatch)
 	}
 	framework.WaitFor(t, "a PlacementMismatch event on the pod", func(context.Context) (bool, string, error) {
-		notes := cp.PodEventNotes(t, pod, rsv.PlacementMismatch)
+		notes := cp.PodEventNotes(t, pod, reservationcontroller.PlacementMismatch)
 		return len(notes) > 0, strings.Join(notes, "; "), nil
 	})
 	// Never corrected: the pod stays where it was placed.

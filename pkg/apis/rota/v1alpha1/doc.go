@@ -5,7 +5,7 @@
 // Rules that can be checked on a single object live in the CRD schema through the
 // kubebuilder markers below, so the apiserver rejects bad input with a field path.
 // Rules that need code (time zones, cron parsing, overlap of equal-priority
-// windows) live in pkg/apis/rota/validation.
+// windows) live in pkg/schedule/validation.
 //
 // +kubebuilder:object:generate=true
 // +groupName=rota.dev

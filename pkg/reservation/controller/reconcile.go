@@ -1,10 +1,12 @@
-package reservation
+package controller
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"slices"
+
+	"github.com/rota-dev/rota/pkg/reservation"
 
 	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
 
@@ -40,7 +42,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if err != nil {
 		return fmt.Errorf("getting GPUReservation %s: %w", key, err)
 	}
-	got, err := FromObject(obj)
+	got, err := reservation.FromObject(obj)
 	if err != nil {
 		return err
 	}
@@ -85,7 +87,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 			return err
 		}
 	}
-	headroom, err := ParseHeadroom(res.Spec.Headroom)
+	headroom, err := reservation.ParseHeadroom(res.Spec.Headroom)
 	if err != nil {
 		// The CRD schema rejects such a headroom; an older object may still have one.
 		selErr = &SelectionError{Reason: "InvalidHeadroom", Message: "spec.headroom: " + err.Error()}
@@ -216,7 +218,7 @@ func (c *Controller) release(ctx context.Context, res *rotav1.GPUReservation) er
 }
 
 func (c *Controller) update(ctx context.Context, res *rotav1.GPUReservation) (*rotav1.GPUReservation, error) {
-	u, err := ToUnstructured(res)
+	u, err := reservation.ToUnstructured(res)
 	if err != nil {
 		return nil, err
 	}
@@ -224,11 +226,11 @@ func (c *Controller) update(ctx context.Context, res *rotav1.GPUReservation) (*r
 	if err != nil {
 		return nil, fmt.Errorf("updating GPUReservation %s/%s: %w", res.Namespace, res.Name, err)
 	}
-	return FromObject(out)
+	return reservation.FromObject(out)
 }
 
 func (c *Controller) updateStatus(ctx context.Context, res *rotav1.GPUReservation) error {
-	u, err := ToUnstructured(res)
+	u, err := reservation.ToUnstructured(res)
 	if err != nil {
 		return err
 	}

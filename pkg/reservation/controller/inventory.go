@@ -1,4 +1,4 @@
-package reservation
+package controller
 
 import (
 	"cmp"
@@ -23,7 +23,7 @@ type GPU struct {
 	Healthy bool
 	// Allocated is true while any claim holds the GPU.
 	Allocated bool
-	// ReservedBy is the TaintValue of the reservation whose rule taints the
+	// ReservedBy is the reservation.TaintValue (<namespace>.<name>) of the reservation whose rule taints the
 	// GPU, "" when none does.
 	ReservedBy string
 }

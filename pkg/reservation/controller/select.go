@@ -1,8 +1,10 @@
-package reservation
+package controller
 
 import (
 	"fmt"
 	"strings"
+
+	"github.com/rota-dev/rota/pkg/reservation"
 
 	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
 
@@ -41,7 +43,7 @@ func (e *SelectionError) Error() string { return e.Reason + ": " + e.Message }
 // healthy, unallocated and not reserved by another reservation. The same
 // inventory always gives the same choice.
 func Select(res *rotav1.GPUReservation, gpus []GPU) ([]GPU, error) {
-	self := TaintValue(res.Namespace, res.Name)
+	self := reservation.TaintValue(res.Namespace, res.Name)
 	if errs := validation.IsValidLabelValue(self); len(errs) > 0 {
 		return nil, &SelectionError{ReasonNameTooLong, fmt.Sprintf("metadata.name: the taint value %q (<namespace>.<name>) that marks the held GPUs must be a label value: %s",
 			self, strings.Join(errs, "; "))}

@@ -1,9 +1,11 @@
-package reservation
+package controller
 
 import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/rota-dev/rota/pkg/reservation"
 
 	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
 
@@ -61,11 +63,11 @@ func (c *Controller) observeMembers(res *rotav1.GPUReservation, held []GPU) ([]r
 		if pod.Spec.NodeName == "" || pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
 			continue
 		}
-		w, err := WorkloadOf(pod, c.replicaSets)
+		w, err := reservation.WorkloadOf(pod, c.replicaSets)
 		if err != nil {
 			return nil, nil, err
 		}
-		name := MemberName(res, w)
+		name := reservation.MemberName(res, w)
 		if name == "" {
 			continue
 		}
@@ -79,7 +81,7 @@ func (c *Controller) observeMembers(res *rotav1.GPUReservation, held []GPU) ([]r
 			if err != nil {
 				continue // gone or not yet seen: nothing to count or judge
 			}
-			if mem, err := ClaimMemoryMiB(claim); err == nil && mem != nil {
+			if mem, err := reservation.ClaimMemoryMiB(claim); err == nil && mem != nil {
 				ms.MemoryMiB += *mem
 			}
 			if claim.Status.Allocation == nil || held == nil {
@@ -149,7 +151,7 @@ func computeStatus(res *rotav1.GPUReservation, held []GPU, headroom int64, selEr
 			UUID: g.UUID, Pool: g.Pool, Device: g.Device, Model: g.Model, MemoryMiB: g.MemoryMiB, Healthy: g.Healthy,
 		})
 		uuids = append(uuids, g.UUID)
-		b := BudgetMiB(g.MemoryMiB, headroom)
+		b := reservation.BudgetMiB(g.MemoryMiB, headroom)
 		if st.BudgetMiBPerGPU == 0 || b < st.BudgetMiBPerGPU {
 			st.BudgetMiBPerGPU = b
 		}
@@ -185,7 +187,7 @@ func computeStatus(res *rotav1.GPUReservation, held []GPU, headroom int64, selEr
 // moves a running pod itself.
 func fixText(res *rotav1.GPUReservation) string {
 	return fmt.Sprintf("Rota does not move running pods. Fix: give the member's claim template the toleration %s=%s (NoSchedule) and a selector on device.attributes[%q].uuid for the held UUIDs, then restart the member's pods.",
-		gpuv1.ReservedTaintKey, TaintValue(res.Namespace, res.Name), gpuv1.DriverName)
+		gpuv1.ReservedTaintKey, reservation.TaintValue(res.Namespace, res.Name), gpuv1.DriverName)
 }
 
 // recordChanges emits events for what a user should see change: the phase,

@@ -1,4 +1,4 @@
-// Package reservation is the GPUReservation controller. For each reservation
+// Package controller is the GPUReservation controller. For each reservation
 // it chooses the GPUs of the named node, holds them with one DeviceTaintRule
 // per GPU (taint rota.dev/reserved=<namespace>.<name>, effect NoSchedule) so
 // that the DRA allocator keeps every claim that does not tolerate it off them
@@ -7,14 +7,16 @@
 // memoryMiB and where they were placed, phase and conditions.
 //
 // Membership and the VRAM budget are enforced by the Reservation scheduler
-// plugin (pkg/plugins/reservation); this package also holds the helpers the
-// plugin shares with the controller (taint, budget, membership).
-package reservation
+// plugin (pkg/plugins/reservation); the rules both apply (taint values,
+// budget, membership) are in pkg/reservation, which imports no controller.
+package controller
 
 import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/rota-dev/rota/pkg/reservation"
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -247,7 +249,7 @@ func (c *Controller) enqueueWhere(namespace string, match func(*rotav1.GPUReserv
 		return
 	}
 	for _, o := range objs {
-		res, err := FromObject(o)
+		res, err := reservation.FromObject(o)
 		if err != nil {
 			utilruntime.HandleError(err)
 			continue

@@ -1,9 +1,11 @@
-package reservation
+package controller
 
 import (
 	"context"
 	"fmt"
 	"strings"
+
+	"github.com/rota-dev/rota/pkg/reservation"
 
 	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
 
@@ -35,7 +37,7 @@ func QuotaClaimName(res *rotav1.GPUReservation) string { return "gpureservation-
 // allocated inside the reservation, and is charged to this class, which no
 // quota needs to limit (it never yields more than the GPUs already charged).
 func ClassName(namespace, name string) string {
-	return TaintValue(namespace, name) + gpuv1.ReservationClassSuffix
+	return reservation.TaintValue(namespace, name) + gpuv1.ReservationClassSuffix
 }
 
 // quotaClaim is a ResourceClaim asking for the reservation's GPU count of
