@@ -107,8 +107,9 @@ verify-generate: generate ## Fail when generated files differ from what is commi
 		echo "generated files are stale: run 'make generate' and commit the result" >&2; exit 1; fi
 
 .PHONY: lint
-lint: $(TOOLS)/golangci-lint ## gofmt, go vet and golangci-lint.
+lint: $(TOOLS)/golangci-lint ## gofmt, the package map, go vet and golangci-lint.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) run ./hack/layering
 	$(GO) vet ./...
 	golangci-lint run ./...
 

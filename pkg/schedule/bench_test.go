@@ -92,7 +92,7 @@ func BenchmarkPass2000Schedules(b *testing.B) {
 	}
 }
 
-// smallSchedule is the SPEC §5 shape: a day/night swap with a maintenance window.
+// smallSchedule is the docs/schedule.md shape: a day/night swap with a maintenance window.
 func smallSchedule(zone string, variant int) *v1alpha1.DeploySchedule {
 	day, night := newTarget("day", Stopped), newTarget("night", Running)
 	hour := 6 + variant%6

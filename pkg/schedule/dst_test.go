@@ -10,7 +10,7 @@ import (
 	"github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
 )
 
-// TestEvaluateDST checks SPEC §5's daylight-saving rules in three zones: a fire
+// TestEvaluateDST checks docs/schedule.md's daylight-saving rules in three zones: a fire
 // time in a spring-forward gap fires at the first instant after the gap; an
 // ambiguous wall time fires once, at its first occurrence; duration is elapsed
 // time. Expected instants are written in UTC with the wall clock beside them.
@@ -100,7 +100,7 @@ func TestEvaluateDST(t *testing.T) {
 
 // TestRobfigNextDiffersFromSpec records why FireTimes does not use robfig/cron's
 // own zone handling: on its own it skips a fire time in a gap and fires an
-// ambiguous one twice, both against SPEC §5.
+// ambiguous one twice, both against docs/schedule.md.
 func TestRobfigNextDiffersFromSpec(t *testing.T) {
 	ny := mustLoad(t, "America/New_York")
 	testCases := map[string]struct {
@@ -136,7 +136,7 @@ func TestRobfigNextDiffersFromSpec(t *testing.T) {
 				robfig = append(robfig, fire.UTC().Format(time.RFC3339))
 			}
 			if cmp.Equal(tc.wantSpec, robfig) {
-				t.Errorf("robfig/cron now agrees with the SPEC (%v); FireTimes could use it directly", robfig)
+				t.Errorf("robfig/cron now agrees with docs/schedule.md (%v); FireTimes could use it directly", robfig)
 			}
 		})
 	}

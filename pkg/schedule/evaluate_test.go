@@ -14,7 +14,7 @@ const (
 	Stopped = v1alpha1.StateStopped
 )
 
-// TestEvaluateWeekSwap is acceptance scenario §8.1: the SPEC §5 schedule over the
+// TestEvaluateWeekSwap is acceptance scenario §8.1: the docs/schedule.md schedule over the
 // week of Mon 2026-10-19, through Monday 08:00 of the next week.
 func TestEvaluateWeekSwap(t *testing.T) {
 	hcm := mustLoad(t, "Asia/Ho_Chi_Minh")

@@ -15,7 +15,7 @@ import (
 // FuzzEvaluate builds random schedules (zones with and without daylight saving,
 // self-overlapping windows, equal priorities) and checks that evaluation never
 // panics, that intervals tile [from, to) per target, that each interval's intent
-// is what SPEC §5 says at its instants, that transitions match the intervals, and
+// is what docs/schedule.md says at its instants, that transitions match the intervals, and
 // that a sub-range gives the same answer as the whole range.
 //
 //	go test ./pkg/schedule -run '^$' -fuzz FuzzEvaluate -fuzztime 30s
@@ -91,21 +91,21 @@ func checkTiling(t *testing.T, s *Schedule, tl *Timeline, from, to time.Time) ma
 }
 
 // checkIntents compares each interval's intent, at its first and last instants
-// and its middle, with a direct reading of SPEC §5.
+// and its middle, with a direct reading of docs/schedule.md.
 func checkIntents(t *testing.T, s *Schedule, perTarget map[string][]Interval) {
 	t.Helper()
 	for ti := range s.targets {
 		for _, iv := range perTarget[s.targets[ti].name] {
 			for _, at := range []time.Time{iv.Start, iv.Start.Add(iv.End.Sub(iv.Start) / 2), iv.End.Add(-time.Nanosecond)} {
 				if want := specIntent(s, ti, at); want != iv.Intent {
-					t.Fatalf("target %s at %s: interval says %+v, SPEC says %+v", iv.Target, at, iv.Intent, want)
+					t.Fatalf("target %s at %s: interval says %+v, the rules say %+v", iv.Target, at, iv.Intent, want)
 				}
 			}
 		}
 	}
 }
 
-// specIntent reads SPEC §5 literally: a recurring window is active at t when some
+// specIntent reads docs/schedule.md literally: a recurring window is active at t when some
 // fire time s has s <= t < s+duration; highest priority wins, then the later
 // start, then the name that sorts first.
 func specIntent(s *Schedule, ti int, at time.Time) Intent {

@@ -9,7 +9,7 @@ import (
 // SourceDefault is the Source of an intent that no window sets.
 const SourceDefault = "default"
 
-// Intent is what one target should be: SPEC §5's (state, replicas, allowDowntime,
+// Intent is what one target should be: docs/schedule.md's (state, replicas, allowDowntime,
 // source). It is comparable, so equal intents are ==.
 type Intent struct {
 	State v1alpha1.DesiredState

@@ -13,7 +13,7 @@ func wallClock(t time.Time) time.Time {
 }
 
 // resolveWallClock returns the instant at which the local reading c happens in loc,
-// following SPEC §5: a reading inside a spring-forward gap happens at the first
+// following docs/schedule.md: a reading inside a spring-forward gap happens at the first
 // instant after the gap, and an ambiguous reading (clocks set back) happens at its
 // first occurrence. The mapping never decreases as c increases.
 func resolveWallClock(c time.Time, loc *time.Location) time.Time {

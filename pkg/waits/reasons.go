@@ -13,7 +13,7 @@ import (
 // Reason is one machine-readable answer to "why does this pod wait?".
 type Reason string
 
-// The reasons of SPEC §4. Every waiting pod carries exactly one.
+// The reasons of docs/admission.md, "Reasons". Every waiting pod carries exactly one.
 const (
 	// QuotaExceeded: the tenant is at its limit for the device model the
 	// pod would be granted (and no tier within the limit is free).

@@ -33,7 +33,7 @@ var l40s = gpus.Config{
 
 // h200 is go-nvml's H200 with the memory a real H200 141GB reports through
 // NVML, 143,771 MiB (go-nvml's mock says 141 GiB): reservation budgets
-// computed on a simulated node then match a real one (SPEC §3: 136,582 MiB at
+// computed on a simulated node then match a real one (docs/reservations.md, "VRAM budget": 136,582 MiB at
 // a headroom of 0.95).
 var h200 = func() gpus.Config {
 	c := gpus.H200_SXM5_141GB

@@ -18,7 +18,7 @@ import (
 // BenchmarkPass2000Schedules measures one controller pass over 2,000
 // DeploySchedules in steady state (every target converged, nothing to
 // submit), against fake clients, with the schedule informer running as in
-// production. Each schedule is SPEC §5's two-target example in its own
+// production. Each schedule is docs/schedule.md's two-target example in its own
 // namespace-sized slice of names, driving its own two Deployments.
 func BenchmarkPass2000Schedules(b *testing.B) {
 	const n = 2000

@@ -1,4 +1,4 @@
-// Package controller executes DeploySchedules (SPEC §5): on every pass it
+// Package controller executes DeploySchedules (docs/schedule.md): on every pass it
 // evaluates a schedule with pkg/schedule at the injected clock's now, opens a
 // transition only when a target's intent interval is new, and drives the
 // transition's release and acquire steps to convergence or to a terminal reason

@@ -14,7 +14,7 @@ import (
 )
 
 // checkEligibility reads the target's workload and records, on t, why it may
-// not be driven this pass (SPEC §5 steps 2 and 3). It is re-run every pass.
+// not be driven this pass (docs/schedule.md, "A pass", steps 2 and 3). It is re-run every pass.
 func (p *pass) checkEligibility(ctx context.Context, t *target) error {
 	owner, err := p.c.ownerOf(ctx, p.ds.Namespace, t.spec.WorkloadRef)
 	if err != nil {

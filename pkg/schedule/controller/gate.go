@@ -8,7 +8,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// Gate is the cluster-wide switch of SPEC §5 step 1.
+// Gate is the cluster-wide switch of docs/schedule.md ("A pass", step 1).
 type Gate string
 
 // Gate values. GateUnreadable is reported when the ConfigMap is missing, cannot

@@ -330,7 +330,7 @@ func allocatedClaim(name, nodeName string, offset, n int) *resourceapi.ResourceC
 	return c
 }
 
-// weekSchedule is SPEC §5's example schedule.
+// weekSchedule is docs/schedule.md's example schedule.
 func weekSchedule() *v1alpha1.DeploySchedule {
 	return &v1alpha1.DeploySchedule{
 		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "DeploySchedule"},

@@ -4,7 +4,7 @@ import (
 	"k8s.io/component-base/metrics"
 )
 
-// controllerMetrics are the controller's Prometheus metrics (SPEC §5.11).
+// controllerMetrics are the controller's Prometheus metrics (docs/schedule.md, "Metrics").
 type controllerMetrics struct {
 	serving     *metrics.GaugeVec
 	boundaryLag *metrics.Histogram

@@ -172,7 +172,7 @@ func (p *pass) loadTargets(ctx context.Context, intervals map[string]current) er
 }
 
 // openInterval plans the target's step when its current interval is one the
-// controller has not processed yet (SPEC §5: a transition happens only when a
+// controller has not processed yet (docs/schedule.md: a transition happens only when a
 // new interval opens; after downtime, one transition to the current intent).
 func (p *pass) openInterval(t *target, retry string) {
 	st := t.status

@@ -14,8 +14,8 @@ func TestValidateDeploySchedule(t *testing.T) {
 		mutate func(ds *v1alpha1.DeploySchedule)
 		want   []string
 	}{
-		"the SPEC example is valid":     {mutate: func(*v1alpha1.DeploySchedule) {}},
-		"defaulted fields may be empty": {mutate: func(ds *v1alpha1.DeploySchedule) { ds.Spec.Mode, ds.Spec.TransitionOrder = "", "" }},
+		"the documented example is valid": {mutate: func(*v1alpha1.DeploySchedule) {}},
+		"defaulted fields may be empty":   {mutate: func(ds *v1alpha1.DeploySchedule) { ds.Spec.Mode, ds.Spec.TransitionOrder = "", "" }},
 		"missing name": {
 			mutate: func(ds *v1alpha1.DeploySchedule) { ds.Name = "" },
 			want:   []string{"metadata.name: Required value"},

@@ -11,7 +11,7 @@ import (
 	"github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
 )
 
-// specExample is the schedule of SPEC §5, valid as written.
+// specExample is the schedule of docs/schedule.md, valid as written.
 func specExample() *v1alpha1.DeploySchedule {
 	return &v1alpha1.DeploySchedule{
 		ObjectMeta: metav1.ObjectMeta{Name: "gpu-pool-h100-shared", Namespace: "serving"},

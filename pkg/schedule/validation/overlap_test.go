@@ -77,7 +77,7 @@ func TestValidateDeployScheduleInRange(t *testing.T) {
 		want       []string
 		wantDetail string
 	}{
-		"the SPEC example over its week": {
+		"the documented example over its week": {
 			mutate: func(*v1alpha1.DeploySchedule) {}, from: "2026-10-19 00:00", to: "2026-10-26 00:00",
 		},
 		"one-shot at equal priority inside business hours": {

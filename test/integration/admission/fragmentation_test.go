@@ -13,7 +13,7 @@ import (
 	"github.com/rota-dev/rota/test/integration/framework"
 )
 
-// fragmentationCluster sets up SPEC §8.5 at t=0: two nodes with two GPUs
+// fragmentationCluster sets up scenario §8.5 (docs/scenarios.md) at t=0: two nodes with two GPUs
 // each; tenant A serves with two replicas (a-1 on n2, a-2 on n1), tenant C
 // runs a one-GPU job on n2, and tenant B submits a two-rank gang whose
 // ranks share one claim of two GPUs (so both land on the same node, whole
@@ -56,7 +56,7 @@ func fragmentationCluster(t *testing.T, extra ...any) *framework.ControlPlane {
 	return cp
 }
 
-// TestFragmentationScenario is SPEC §8.5.
+// TestFragmentationScenario is scenario §8.5 (docs/scenarios.md).
 func TestFragmentationScenario(t *testing.T) {
 	sim := newSimTime(t)
 	cp := fragmentationCluster(t)

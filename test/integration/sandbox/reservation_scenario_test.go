@@ -9,10 +9,10 @@ import (
 	"github.com/rota-dev/rota/pkg/sandbox/scenario"
 )
 
-// budgetMiB is an H200's 143,771 MiB × 0.95, floored (SPEC §3).
+// budgetMiB is an H200's 143,771 MiB × 0.95, floored (docs/reservations.md, "VRAM budget").
 const budgetMiB = 136582
 
-// TestScenarioReservationH200 plays SPEC §8.3 with the real driver on an
+// TestScenarioReservationH200 plays scenario §8.3 (docs/scenarios.md) with the real driver on an
 // hgx-h200 node published with consumable memory: the members of a
 // time-sliced GPUReservation share the one held H200, a DeploySchedule
 // swaps the day and the night member around the always-on one, a fourth

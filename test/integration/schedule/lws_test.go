@@ -71,7 +71,7 @@ func (e *env) lwsReplicas(name string) int64 {
 	return n
 }
 
-// SPEC §8.1 with the day model served by a LeaderWorkerSet (its CRD
+// scenario §8.1 (docs/scenarios.md) with the day model served by a LeaderWorkerSet (its CRD
 // installed): one group of a leader and a worker with 4 GPUs each. At 08:00
 // qwen32b is stopped first; the group's pods are created only after
 // qwen32b's pod is gone and its 6 GPUs are deallocated, and both land on the

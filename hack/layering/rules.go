@@ -1,0 +1,109 @@
+package main
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// rule says which of Rota's packages the packages under From may import.
+// Paths are relative to the module and match a package and everything
+// below it. A package is checked against every rule whose From covers it.
+type rule struct {
+	// From is the importing package (and its subpackages).
+	From string
+	// Only, when set, lists the only Rota packages From may import (besides
+	// itself and its subpackages).
+	Only []string
+	// Never lists Rota packages From must not import, unless the importer is
+	// itself inside the listed package.
+	Never []string
+	// Why is shown with a violation.
+	Why string
+}
+
+// rules are the arrows of docs/architecture.md ("Package map"). Keep the
+// two in step.
+var rules = []rule{
+	{From: "pkg/apis", Only: []string{"pkg/apis"},
+		Why: "the API types and the wire contract are the bottom layer: every binary imports them, they import nothing of Rota's"},
+	{From: "pkg/driver", Only: []string{"pkg/apis/gpu"},
+		Why: "the DRA driver shares only the wire contract with the rest of Rota"},
+	{From: "pkg/plugins", Never: []string{"pkg/reservation/controller", "pkg/schedule/controller", "pkg/driver", "pkg/sandbox", "pkg/sim", "pkg/scheduler"},
+		Why: "scheduler plugins apply rules; they never reach into a controller, the driver or the sandbox"},
+	{From: "pkg/waits", Never: []string{"pkg/plugins", "pkg/reservation/controller", "pkg/schedule/controller", "pkg/driver", "pkg/sandbox", "pkg/sim"},
+		Why: "the device model and wait reasons sit below the plugins and controllers that use them"},
+	{From: "pkg/reservation", Never: []string{"pkg/reservation/controller", "pkg/plugins", "pkg/schedule", "pkg/driver", "pkg/sandbox", "pkg/sim", "pkg/scheduler"},
+		Why: "the GPUReservation rules (imported by the Reservation plugin) know no controller; the controller does not depend on the scheduler, the driver or the schedule controller"},
+	{From: "pkg/schedule", Never: []string{"pkg/schedule/controller", "pkg/plugins", "pkg/reservation/controller", "pkg/driver", "pkg/sandbox", "pkg/sim", "pkg/scheduler"},
+		Why: "the DeploySchedule evaluator, validation and preview know no controller; the controller does not depend on the scheduler, the driver or the reservation controller"},
+	{From: "pkg/scheduler", Only: []string{"pkg/plugins"},
+		Why: "the plugin registry wires plugins, nothing else"},
+	{From: "pkg/sim", Never: []string{"pkg/sandbox", "pkg/plugins", "pkg/reservation/controller", "pkg/schedule/controller", "pkg/driver"},
+		Why: "the simulated kubelet and virtual clock stand in for outside parts; they know nothing of Rota's components"},
+	{From: "pkg", Never: []string{"cmd", "test", "hack"},
+		Why: "libraries never import binaries, tests or tools"},
+}
+
+// pkg is what the checker needs of `go list -json`.
+type pkg struct {
+	ImportPath string
+	Imports    []string
+}
+
+// violation is one import that breaks a rule.
+type violation struct {
+	From, Import string
+	Rule         rule
+}
+
+func (v violation) String() string {
+	return fmt.Sprintf("%s imports %s: %s", v.From, v.Import, v.Rule.Why)
+}
+
+// under reports whether p is dir or a package below it.
+func under(p, dir string) bool { return p == dir || strings.HasPrefix(p, dir+"/") }
+
+func underAny(p string, dirs []string) bool {
+	for _, d := range dirs {
+		if under(p, d) {
+			return true
+		}
+	}
+	return false
+}
+
+// check returns every import of pkgs (paths relative to module) that
+// breaks a rule, sorted.
+func check(module string, pkgs []pkg) []violation {
+	var out []violation
+	for _, p := range pkgs {
+		from, ok := strings.CutPrefix(p.ImportPath, module+"/")
+		if !ok {
+			continue
+		}
+		for _, imp := range p.Imports {
+			to, ok := strings.CutPrefix(imp, module+"/")
+			if !ok {
+				continue
+			}
+			for _, r := range rules {
+				if !under(from, r.From) {
+					continue
+				}
+				outside := r.Only != nil && !under(to, r.From) && !underAny(to, r.Only)
+				denied := underAny(to, r.Never) && !underAny(from, r.Never)
+				if outside || denied {
+					out = append(out, violation{From: from, Import: to, Rule: r})
+				}
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].From != out[j].From {
+			return out[i].From < out[j].From
+		}
+		return out[i].Import < out[j].Import
+	})
+	return out
+}
