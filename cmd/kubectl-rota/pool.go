@@ -9,7 +9,6 @@ import (
 	"text/tabwriter"
 
 	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
-	rotav1 "github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
 
 	"github.com/spf13/cobra"
 	resourceapi "k8s.io/api/resource/v1"
@@ -77,7 +76,7 @@ func poolRows(ctx context.Context, client kubernetes.Interface, dyn dynamic.Inte
 	// Reservations are optional: without the CRD (or the right to read it)
 	// the column stays empty.
 	var reservations []rotav1alpha1.GPUReservation
-	if list, err := dyn.Resource(rotav1.GPUReservationsResource).Namespace("").List(ctx, metav1.ListOptions{}); err == nil {
+	if list, err := dyn.Resource(rotav1alpha1.GPUReservationsResource).Namespace("").List(ctx, metav1.ListOptions{}); err == nil {
 		for _, item := range list.Items {
 			var r rotav1alpha1.GPUReservation
 			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(item.Object, &r); err == nil {
