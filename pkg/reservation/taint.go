@@ -3,9 +3,9 @@ package reservation
 import (
 	"strings"
 
-	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
-
 	resourceapi "k8s.io/api/resource/v1"
+
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
 )
 
 // TaintValue is "<namespace>.<name>": a label value naming the reservation.

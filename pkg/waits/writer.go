@@ -7,8 +7,6 @@ import (
 	"sync"
 	"time"
 
-	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
-
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,6 +16,8 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
 )
 
 // condition is the rota.dev/Waiting condition a pod should carry.

@@ -6,12 +6,11 @@ import (
 	"strings"
 	"testing"
 
-	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
-
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
 	"github.com/rota-dev/rota/pkg/plugins/tiering"
 	"github.com/rota-dev/rota/pkg/scheduler"
 	"github.com/rota-dev/rota/test/integration/framework"

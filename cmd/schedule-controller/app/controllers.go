@@ -4,14 +4,13 @@ import (
 	"context"
 	"time"
 
-	reservationcontroller "github.com/rota-dev/rota/pkg/reservation/controller"
-
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/component-base/metrics"
 	"k8s.io/utils/clock"
 
+	reservationcontroller "github.com/rota-dev/rota/pkg/reservation/controller"
 	schedulecontroller "github.com/rota-dev/rota/pkg/schedule/controller"
 )
 

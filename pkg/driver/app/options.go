@@ -10,7 +10,6 @@ import (
 	"time"
 
 	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
-
 	"github.com/rota-dev/rota/pkg/driver/checkpoint"
 )
 

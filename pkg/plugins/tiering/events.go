@@ -4,13 +4,13 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/rota-dev/rota/pkg/waits"
-
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/util"
+
+	"github.com/rota-dev/rota/pkg/waits"
 )
 
 // EventsToRegister names the cluster changes that can make a pod Tiering

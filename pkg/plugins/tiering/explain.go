@@ -6,14 +6,13 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/rota-dev/rota/pkg/waits"
-
-	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
-
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/dynamicresources"
+
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
+	"github.com/rota-dev/rota/pkg/waits"
 )
 
 // Rejection reasons, per node and tier, as users read them.

@@ -6,17 +6,15 @@ import (
 	"strings"
 	"time"
 
-	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
-
-	"github.com/rota-dev/rota/pkg/waits"
-
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/dynamic-resource-allocation/structured"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
 	"github.com/rota-dev/rota/pkg/plugins/cyclestate"
+	"github.com/rota-dev/rota/pkg/waits"
 )
 
 // grantedDevice is one device DynamicResources allocated for a tiered request.

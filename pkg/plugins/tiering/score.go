@@ -8,8 +8,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/rota-dev/rota/pkg/waits"
-
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/dynamic-resource-allocation/structured"
@@ -17,6 +15,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/rota-dev/rota/pkg/plugins/cyclestate"
+	"github.com/rota-dev/rota/pkg/waits"
 )
 
 // nodeRank is what Tiering knows about one feasible node. Nodes are ordered

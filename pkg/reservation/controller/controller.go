@@ -14,9 +14,8 @@ package controller
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
-
-	"github.com/rota-dev/rota/pkg/reservation"
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -28,8 +27,6 @@ import (
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	resourcelisters "k8s.io/client-go/listers/resource/v1"
@@ -41,6 +38,7 @@ import (
 	"k8s.io/utils/clock"
 
 	rotav1 "github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
+	"github.com/rota-dev/rota/pkg/reservation"
 )
 
 // Controller reconciles GPUReservations.
@@ -60,7 +58,6 @@ type Controller struct {
 	synced       []cache.InformerSynced
 
 	queue        workqueue.TypedRateLimitingInterface[string]
-	broadcaster  record.EventBroadcaster // nil when the binary records events
 	recorder     record.EventRecorder
 	metrics      *controllerMetrics
 	ownFactories []startable
@@ -77,9 +74,11 @@ type startable interface {
 type Options struct {
 	Client  kubernetes.Interface
 	Dynamic dynamic.Interface
-	Clock   clock.PassiveClock
-	// Recorder writes events; its scheme must know GPUReservation. Nil: the
-	// controller records through a broadcaster of its own.
+	// Clock is required: reservation windows and conditions are stamped
+	// with it.
+	Clock clock.PassiveClock
+	// Recorder writes events and is required; its scheme must know
+	// GPUReservation. The binary owns the one event broadcaster behind it.
 	Recorder record.EventRecorder
 	// Factory and DynFactory (serving rotav1.GPUReservationsResource) are shared informer factories the
 	// caller starts; nil: the controller makes its own and starts them in Run.
@@ -94,8 +93,8 @@ type Options struct {
 
 // New builds the controller.
 func New(opts Options) (*Controller, error) {
-	if opts.Client == nil || opts.Dynamic == nil {
-		return nil, fmt.Errorf("reservation controller: Client and Dynamic are required")
+	if opts.Client == nil || opts.Dynamic == nil || opts.Clock == nil || opts.Recorder == nil {
+		return nil, fmt.Errorf("reservation controller: Client, Dynamic, Clock and Recorder are required")
 	}
 	c := &Controller{
 		client:     opts.Client,
@@ -103,31 +102,26 @@ func New(opts Options) (*Controller, error) {
 		clock:      opts.Clock,
 		queue:      workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](), workqueue.TypedRateLimitingQueueConfig[string]{Name: "gpureservation"}),
 		metrics:    newMetrics(),
+		recorder:   opts.Recorder,
 		quotaClass: opts.QuotaDeviceClass,
 	}
 	if c.quotaClass == "" {
 		c.quotaClass = DefaultQuotaDeviceClass
-	}
-	if c.clock == nil {
-		c.clock = clock.RealClock{}
 	}
 	if opts.Registry != nil {
 		if err := c.metrics.register(opts.Registry); err != nil {
 			return nil, err
 		}
 	}
-	c.recorder = opts.Recorder
-	if c.recorder == nil {
-		scheme := runtime.NewScheme()
-		if err := clientgoscheme.AddToScheme(scheme); err != nil {
-			return nil, fmt.Errorf("building event scheme: %w", err)
-		}
-		if err := rotav1.AddToScheme(scheme); err != nil {
-			return nil, fmt.Errorf("building event scheme: %w", err)
-		}
-		c.broadcaster = record.NewBroadcaster()
-		c.recorder = c.broadcaster.NewRecorder(scheme, v1.EventSource{Component: "rota-reservation-controller"})
+	if err := c.watch(opts); err != nil {
+		return nil, err
 	}
+	return c, nil
+}
+
+// watch sets up the listers and the event handlers that enqueue the
+// reservations an object change concerns.
+func (c *Controller) watch(opts Options) error {
 	factory, dynFactory := opts.Factory, opts.DynFactory
 	if factory == nil {
 		factory = informers.NewSharedInformerFactory(opts.Client, 0)
@@ -172,25 +166,22 @@ func New(opts Options) (*Controller, error) {
 			},
 		})
 		if err != nil {
-			return nil, fmt.Errorf("adding event handler: %w", err)
+			return fmt.Errorf("adding event handler: %w", err)
 		}
 		c.synced = append(c.synced, h.informer.HasSynced)
 	}
 	classInf := factory.Resource().V1().DeviceClasses()
 	c.classes = classInf.Lister()
 	c.synced = append(c.synced, rsInf.Informer().HasSynced, classInf.Informer().HasSynced)
-	return c, nil
+	return nil
 }
 
-// Run processes reservations with workers goroutines until ctx ends.
+// Run processes reservations with workers goroutines until ctx ends, and
+// returns once every worker has finished the reservation it was syncing.
 func (c *Controller) Run(ctx context.Context, workers int) {
 	defer utilruntime.HandleCrash()
-	defer c.queue.ShutDown()
+	defer c.queue.ShutDown() // on every return; ShutDown is idempotent
 	logger := klog.FromContext(ctx)
-	if c.broadcaster != nil {
-		c.broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.client.CoreV1().Events("")})
-		defer c.broadcaster.Shutdown()
-	}
 	for _, f := range c.ownFactories {
 		f.Start(ctx.Done())
 		defer f.Shutdown()
@@ -200,10 +191,13 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 	if !cache.WaitForNamedCacheSync("gpureservation", ctx.Done(), c.synced...) {
 		return
 	}
+	var wg sync.WaitGroup
 	for range workers {
-		go wait.UntilWithContext(ctx, c.worker, time.Second)
+		wg.Go(func() { wait.UntilWithContext(ctx, c.worker, time.Second) })
 	}
 	<-ctx.Done()
+	c.queue.ShutDown()
+	wg.Wait()
 }
 
 func (c *Controller) worker(ctx context.Context) {

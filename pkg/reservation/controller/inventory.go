@@ -4,9 +4,9 @@ import (
 	"cmp"
 	"slices"
 
-	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
-
 	resourceapi "k8s.io/api/resource/v1"
+
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
 )
 
 // GPU is one device of driver gpu.rota.dev on the reservation's node, as the

@@ -4,13 +4,11 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/rota-dev/rota/pkg/reservation"
-
-	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
-
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
 	rotav1 "github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
+	"github.com/rota-dev/rota/pkg/reservation"
 )
 
 // Reasons for a reservation that holds nothing yet; each comes with a message

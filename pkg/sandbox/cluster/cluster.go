@@ -10,8 +10,6 @@ import (
 	"slices"
 	"sync"
 
-	reservationcontroller "github.com/rota-dev/rota/pkg/reservation/controller"
-
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
@@ -24,6 +22,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
+	reservationcontroller "github.com/rota-dev/rota/pkg/reservation/controller"
 	"github.com/rota-dev/rota/pkg/sandbox/apply"
 	"github.com/rota-dev/rota/pkg/sandbox/controlplane"
 	schedulecontroller "github.com/rota-dev/rota/pkg/schedule/controller"
@@ -96,10 +95,7 @@ func Start(ctx context.Context, o Options) (_ *Cluster, err error) {
 	}); err != nil {
 		return nil, err
 	}
-	if err := c.run(ctx, "schedule controller", c.startScheduleController); err != nil {
-		return nil, err
-	}
-	if err := c.run(ctx, "reservation controller", c.startReservationController); err != nil {
+	if err := c.run(ctx, "schedule and reservation controllers", c.startRotaControllers); err != nil {
 		return nil, err
 	}
 	for _, spec := range o.Nodes {
@@ -211,9 +207,10 @@ func (c *Cluster) startWorkloadControllers(ctx context.Context) (func(), error) 
 	}, nil
 }
 
-// startScheduleController runs Rota's DeploySchedule controller on the
-// sandbox clock.
-func (c *Cluster) startScheduleController(ctx context.Context) (func(), error) {
+// startRotaControllers runs Rota's DeploySchedule and GPUReservation
+// controllers on the sandbox clock, as schedule-controller does: one event
+// broadcaster for both.
+func (c *Cluster) startRotaControllers(ctx context.Context) (func(), error) {
 	ctx, cancel := context.WithCancel(ctx)
 	s := runtime.NewScheme()
 	if err := scheme.AddToScheme(s); err != nil {
@@ -226,46 +223,35 @@ func (c *Cluster) startScheduleController(ctx context.Context) (func(), error) {
 	}
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.Client.CoreV1().Events("")})
-	ctrl, err := schedulecontroller.New(schedulecontroller.Options{
+	recorder := broadcaster.NewRecorder(s, v1.EventSource{Component: "rota-schedule-controller"})
+	fail := func(err error) (func(), error) {
+		cancel()
+		broadcaster.Shutdown()
+		return nil, err
+	}
+	schedules, err := schedulecontroller.New(schedulecontroller.Options{
 		Client: c.Client, Dynamic: c.Dynamic, Clock: c.opts.Clock,
-		Recorder:       broadcaster.NewRecorder(s, v1.EventSource{Component: "rota-schedule-controller"}),
+		Recorder:       recorder,
 		GateNamespace:  GateNamespace,
 		PassPeriod:     c.opts.PassPeriod,
 		ProgressPeriod: c.opts.ProgressPeriod,
 	})
 	if err != nil {
-		cancel()
-		broadcaster.Shutdown()
-		return nil, err
+		return fail(err)
 	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		ctrl.Run(ctx, 2)
-	}()
-	return func() {
-		cancel()
-		<-done
-		broadcaster.Shutdown()
-	}, nil
-}
-
-// startReservationController runs Rota's GPUReservation controller.
-func (c *Cluster) startReservationController(ctx context.Context) (func(), error) {
-	ctx, cancel := context.WithCancel(ctx)
-	ctrl, err := reservationcontroller.New(reservationcontroller.Options{Client: c.Client, Dynamic: c.Dynamic, Clock: c.opts.Clock})
+	reservations, err := reservationcontroller.New(reservationcontroller.Options{
+		Client: c.Client, Dynamic: c.Dynamic, Clock: c.opts.Clock, Recorder: recorder,
+	})
 	if err != nil {
-		cancel()
-		return nil, err
+		return fail(err)
 	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		ctrl.Run(ctx, 2)
-	}()
+	var wg sync.WaitGroup
+	wg.Go(func() { schedules.Run(ctx, 2) })
+	wg.Go(func() { reservations.Run(ctx, 2) })
 	return func() {
 		cancel()
-		<-done
+		wg.Wait()
+		broadcaster.Shutdown()
 	}, nil
 }
 

@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
-
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -16,6 +14,7 @@ import (
 	fakediscovery "k8s.io/client-go/discovery/fake"
 	"k8s.io/utils/ptr"
 
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
 	"github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
 )
 

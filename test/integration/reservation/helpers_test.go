@@ -2,15 +2,18 @@ package reservation
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
 
-	reservationcontroller "github.com/rota-dev/rota/pkg/reservation/controller"
-
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/component-base/metrics"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
@@ -19,6 +22,7 @@ import (
 
 	rotav1 "github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
 	rsv "github.com/rota-dev/rota/pkg/reservation"
+	reservationcontroller "github.com/rota-dev/rota/pkg/reservation/controller"
 	"github.com/rota-dev/rota/pkg/scheduler"
 	"github.com/rota-dev/rota/test/integration/framework"
 )
@@ -36,9 +40,20 @@ func startReservationController(t *testing.T, cp *framework.ControlPlane) {
 	t.Helper()
 	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.Verbosity(2)))
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logger))
-	ctrl, err := reservationcontroller.New(reservationcontroller.Options{Client: cp.Client, Dynamic: cp.Dynamic, Clock: clock.RealClock{}, Registry: metrics.NewKubeRegistry()})
+	s := runtime.NewScheme()
+	if err := errors.Join(clientgoscheme.AddToScheme(s), rotav1.AddToScheme(s)); err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cp.Client.CoreV1().Events("")})
+	ctrl, err := reservationcontroller.New(reservationcontroller.Options{
+		Client: cp.Client, Dynamic: cp.Dynamic, Clock: clock.RealClock{}, Registry: metrics.NewKubeRegistry(),
+		Recorder: broadcaster.NewRecorder(s, v1.EventSource{Component: "rota-schedule-controller"}),
+	})
 	if err != nil {
 		cancel()
+		broadcaster.Shutdown()
 		t.Fatalf("create reservation controller: %v", err)
 	}
 	done := make(chan struct{})
@@ -49,6 +64,7 @@ func startReservationController(t *testing.T, cp *framework.ControlPlane) {
 	t.Cleanup(func() {
 		cancel()
 		<-done
+		broadcaster.Shutdown()
 	})
 }
 

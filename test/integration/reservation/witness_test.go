@@ -2,18 +2,15 @@ package reservation
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
-	reservationcontroller "github.com/rota-dev/rota/pkg/reservation/controller"
-
-	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
-
-	"fmt"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
 	rotav1 "github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
+	reservationcontroller "github.com/rota-dev/rota/pkg/reservation/controller"
 	"github.com/rota-dev/rota/test/integration/framework"
 )
 
