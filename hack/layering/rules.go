@@ -37,6 +37,8 @@ var rules = []rule{
 		Why: "the GPUReservation rules (imported by the Reservation plugin) know no controller; the controller does not depend on the scheduler, the driver or the schedule controller"},
 	{From: "pkg/schedule", Never: []string{"pkg/schedule/controller", "pkg/plugins", "pkg/reservation/controller", "pkg/driver", "pkg/sandbox", "pkg/sim", "pkg/scheduler"},
 		Why: "the DeploySchedule evaluator, validation and preview know no controller; the controller does not depend on the scheduler, the driver or the reservation controller"},
+	{From: "pkg/poolreport", Never: []string{"pkg/plugins", "pkg/reservation/controller", "pkg/schedule/controller", "pkg/driver", "pkg/sandbox", "pkg/sim"},
+		Why: "the pool report reads objects; it shares no code with the components that write them"},
 	{From: "pkg/scheduler", Only: []string{"pkg/plugins"},
 		Why: "the plugin registry wires plugins, nothing else"},
 	{From: "pkg/sim", Never: []string{"pkg/sandbox", "pkg/plugins", "pkg/reservation/controller", "pkg/schedule/controller", "pkg/driver"},

@@ -1,4 +1,4 @@
-package main
+package poolreport
 
 import (
 	"testing"
@@ -12,7 +12,7 @@ import (
 	rotav1alpha1 "github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
 )
 
-func TestBuildRows(t *testing.T) {
+func TestRows(t *testing.T) {
 	str := func(s string) resourceapi.DeviceAttribute { return resourceapi.DeviceAttribute{StringValue: ptr.To(s)} }
 	dev := func(name, model, uuid string, shared bool, taints ...resourceapi.DeviceTaint) resourceapi.Device {
 		d := resourceapi.Device{Name: name, Attributes: map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{"model": str(model), "uuid": str(uuid)},
@@ -46,12 +46,12 @@ func TestBuildRows(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: "serving", Name: "h200-pool"},
 		Status:     rotav1alpha1.GPUReservationStatus{BudgetMiBPerGPU: 136582, Devices: []rotav1alpha1.ReservedDevice{{UUID: "GPU-a"}}},
 	}}
-	want := []gpuRow{
+	want := []GPU{
 		{Node: "n1", Device: "gpu-0", Model: "H200", UUID: "GPU-a", Health: "Healthy", Reservation: "serving/h200-pool",
 			Holders: []string{"serving/a-0", "serving/c-0"}, Tenants: []string{"serving"}, Shared: true, VRAMUsedMiB: 70000, VRAMMiB: 136582},
 		{Node: "n1", Device: "gpu-1", Model: "H200", UUID: "GPU-b", Health: "Unhealthy(gpu.rota.dev/unhealthy xid-79)"},
 	}
-	if diff := cmp.Diff(want, buildRows(slices, claims, resv, "gpu.rota.dev")); diff != "" {
-		t.Errorf("buildRows (-want +got):\n%s", diff)
+	if diff := cmp.Diff(want, Rows(slices, claims, resv, "gpu.rota.dev")); diff != "" {
+		t.Errorf("Rows (-want +got):\n%s", diff)
 	}
 }

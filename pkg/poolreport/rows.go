@@ -1,0 +1,188 @@
+// Package poolreport assembles the GPU pool as `kubectl rota pool` reports
+// it: one row per GPU joining the driver's ResourceSlices, the allocated
+// ResourceClaims and the GPUReservations that hold devices.
+package poolreport
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
+	rotav1alpha1 "github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
+	"github.com/rota-dev/rota/pkg/waits"
+)
+
+// GPU is one GPU of the pool as `kubectl rota pool` shows it: where it is,
+// what it is, whether it is healthy, which reservation holds it, which pods
+// and tenants hold it, and for a shared GPU the VRAM used of its budget.
+type GPU struct {
+	Node        string   `json:"node"`
+	Device      string   `json:"device"`
+	Model       string   `json:"model,omitempty"`
+	UUID        string   `json:"uuid,omitempty"`
+	Health      string   `json:"health"`
+	Reservation string   `json:"reservation,omitempty"`
+	Holders     []string `json:"holders,omitempty"`
+	Tenants     []string `json:"tenants,omitempty"`
+	Shared      bool     `json:"shared"`
+	VRAMUsedMiB int64    `json:"vramUsedMiB,omitempty"`
+	VRAMMiB     int64    `json:"vramBudgetMiB,omitempty"`
+}
+
+// List reads the slices, claims and reservations and returns Rows.
+func List(ctx context.Context, client kubernetes.Interface, dyn dynamic.Interface, driver string) ([]GPU, error) {
+	slices, err := client.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("list ResourceSlices: %w", err)
+	}
+	claims, err := client.ResourceV1().ResourceClaims("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("list ResourceClaims: %w", err)
+	}
+	// Reservations are optional: without the CRD (or the right to read it)
+	// the column stays empty.
+	var reservations []rotav1alpha1.GPUReservation
+	if list, err := dyn.Resource(rotav1alpha1.GPUReservationsResource).Namespace("").List(ctx, metav1.ListOptions{}); err == nil {
+		for _, item := range list.Items {
+			var r rotav1alpha1.GPUReservation
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(item.Object, &r); err == nil {
+				reservations = append(reservations, r)
+			}
+		}
+	}
+	return Rows(slices.Items, claims.Items, reservations, driver), nil
+}
+
+// Rows joins slices, claims and reservations into one row per GPU of
+// driver, sorted by node and device.
+func Rows(slices []resourceapi.ResourceSlice, claims []resourceapi.ResourceClaim, reservations []rotav1alpha1.GPUReservation, driver string) []GPU {
+	held := holdersByDevice(claims, driver)
+	byUUID := reservationsByUUID(reservations)
+	var rows []GPU
+	for _, s := range slices {
+		if s.Spec.Driver != driver || s.Spec.NodeName == nil {
+			continue
+		}
+		for i := range s.Spec.Devices {
+			rows = append(rows, deviceRow(&s, &s.Spec.Devices[i], driver, held, byUUID))
+		}
+	}
+	sort.Slice(rows, func(i, j int) bool {
+		if rows[i].Node != rows[j].Node {
+			return rows[i].Node < rows[j].Node
+		}
+		return rows[i].Device < rows[j].Device
+	})
+	return rows
+}
+
+// holder is who holds one device: pods, their namespaces, VRAM consumed.
+type holder struct {
+	pods    []string
+	tenants []string
+	usedMiB int64
+}
+
+// holdersByDevice indexes the allocated claims of driver by "pool/device".
+func holdersByDevice(claims []resourceapi.ResourceClaim, driver string) map[string]*holder {
+	held := map[string]*holder{}
+	for _, c := range claims {
+		if c.Status.Allocation == nil {
+			continue
+		}
+		for _, r := range c.Status.Allocation.Devices.Results {
+			if r.Driver != driver {
+				continue
+			}
+			key := r.Pool + "/" + r.Device
+			h := held[key]
+			if h == nil {
+				h = &holder{}
+				held[key] = h
+			}
+			for _, ref := range c.Status.ReservedFor {
+				h.pods = append(h.pods, c.Namespace+"/"+ref.Name)
+			}
+			if len(c.Status.ReservedFor) == 0 {
+				h.pods = append(h.pods, c.Namespace+"/(claim "+c.Name+")")
+			}
+			h.tenants = append(h.tenants, c.Namespace)
+			if q, ok := r.ConsumedCapacity[gpuv1.CapacityMemory]; ok {
+				h.usedMiB += q.Value() >> 20
+			}
+		}
+	}
+	return held
+}
+
+// resv is the reservation holding a GPU and its VRAM budget per GPU.
+type resv struct {
+	name      string
+	budgetMiB int64
+}
+
+// reservationsByUUID indexes the GPUs the reservations hold by UUID.
+func reservationsByUUID(reservations []rotav1alpha1.GPUReservation) map[string]resv {
+	byUUID := map[string]resv{}
+	for _, r := range reservations {
+		for _, d := range r.Status.Devices {
+			byUUID[d.UUID] = resv{name: r.Namespace + "/" + r.Name, budgetMiB: r.Status.BudgetMiBPerGPU}
+		}
+	}
+	return byUUID
+}
+
+// deviceRow is the row of device d of slice s.
+func deviceRow(s *resourceapi.ResourceSlice, d *resourceapi.Device, driver string, held map[string]*holder, byUUID map[string]resv) GPU {
+	row := GPU{
+		Node: *s.Spec.NodeName, Device: d.Name, Health: "Healthy",
+		Model: waits.StringAttribute(d, driver, gpuv1.AttributeModel), UUID: waits.StringAttribute(d, driver, gpuv1.AttributeUUID),
+		Shared: d.AllowMultipleAllocations != nil && *d.AllowMultipleAllocations,
+	}
+	var taints []string
+	for _, t := range d.Taints {
+		if t.Effect == resourceapi.DeviceTaintEffectNoSchedule || t.Effect == resourceapi.DeviceTaintEffectNoExecute {
+			if t.Key == gpuv1.ReservedTaintKey {
+				continue
+			}
+			taints = append(taints, strings.TrimSpace(t.Key+" "+t.Value))
+		}
+	}
+	if len(taints) > 0 {
+		row.Health = "Unhealthy(" + strings.Join(taints, ",") + ")"
+	}
+	if h := held[s.Spec.Pool.Name+"/"+d.Name]; h != nil {
+		row.Holders, row.Tenants, row.VRAMUsedMiB = dedupe(h.pods), dedupe(h.tenants), h.usedMiB
+	}
+	if r, ok := byUUID[row.UUID]; ok {
+		row.Reservation = r.name
+		if row.Shared {
+			row.VRAMMiB = r.budgetMiB
+		}
+	}
+	if row.Shared && row.VRAMMiB == 0 {
+		if q, ok := d.Capacity[gpuv1.CapacityMemory]; ok {
+			row.VRAMMiB = q.Value.Value() >> 20
+		}
+	}
+	return row
+}
+
+func dedupe(in []string) []string {
+	sort.Strings(in)
+	out := in[:0]
+	for i, s := range in {
+		if i == 0 || s != in[i-1] {
+			out = append(out, s)
+		}
+	}
+	return out
+}
