@@ -13,22 +13,17 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/component-base/metrics"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	"github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
+	"github.com/rota-dev/rota/pkg/events"
 	schedulecontroller "github.com/rota-dev/rota/pkg/schedule/controller"
 )
 
@@ -102,20 +97,15 @@ func (o *runOptions) run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("dynamic client: %w", err)
 	}
-	s := runtime.NewScheme()
-	if err := scheme.AddToScheme(s); err != nil {
+	recorder, stopEvents, err := events.NewRecorder(ctx, client, events.ControllerComponent)
+	if err != nil {
 		return err
 	}
-	if err := v1alpha1.AddToScheme(s); err != nil {
-		return err
-	}
-	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
-	defer broadcaster.Shutdown()
+	defer stopEvents()
 	registry := metrics.NewKubeRegistry()
 	d := deps{
 		Client: client, Dynamic: dyn, Clock: clock.RealClock{},
-		Recorder: broadcaster.NewRecorder(s, v1.EventSource{Component: "rota-schedule-controller"}),
+		Recorder: recorder,
 		Registry: registry, Namespace: o.namespace, Settings: o.settings,
 	}
 	var runs []runnable

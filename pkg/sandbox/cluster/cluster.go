@@ -10,18 +10,13 @@ import (
 	"slices"
 	"sync"
 
-	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/controller/deployment"
 	"k8s.io/kubernetes/pkg/controller/replicaset"
 	"sigs.k8s.io/yaml"
 
-	"github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
+	"github.com/rota-dev/rota/pkg/events"
 	reservationcontroller "github.com/rota-dev/rota/pkg/reservation/controller"
 	"github.com/rota-dev/rota/pkg/sandbox/apply"
 	"github.com/rota-dev/rota/pkg/sandbox/controlplane"
@@ -212,21 +207,14 @@ func (c *Cluster) startWorkloadControllers(ctx context.Context) (func(), error) 
 // broadcaster for both.
 func (c *Cluster) startRotaControllers(ctx context.Context) (func(), error) {
 	ctx, cancel := context.WithCancel(ctx)
-	s := runtime.NewScheme()
-	if err := scheme.AddToScheme(s); err != nil {
+	recorder, stopEvents, err := events.NewRecorder(ctx, c.Client, events.ControllerComponent)
+	if err != nil {
 		cancel()
 		return nil, err
 	}
-	if err := v1alpha1.AddToScheme(s); err != nil {
-		cancel()
-		return nil, err
-	}
-	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.Client.CoreV1().Events("")})
-	recorder := broadcaster.NewRecorder(s, v1.EventSource{Component: "rota-schedule-controller"})
 	fail := func(err error) (func(), error) {
 		cancel()
-		broadcaster.Shutdown()
+		stopEvents()
 		return nil, err
 	}
 	schedules, err := schedulecontroller.New(schedulecontroller.Options{
@@ -251,7 +239,7 @@ func (c *Cluster) startRotaControllers(ctx context.Context) (func(), error) {
 	return func() {
 		cancel()
 		wg.Wait()
-		broadcaster.Shutdown()
+		stopEvents()
 	}, nil
 }
 

@@ -2,7 +2,6 @@ package reservation
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -10,10 +9,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/component-base/metrics"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
@@ -21,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	rotav1 "github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
+	"github.com/rota-dev/rota/pkg/events"
 	rsv "github.com/rota-dev/rota/pkg/reservation"
 	reservationcontroller "github.com/rota-dev/rota/pkg/reservation/controller"
 	"github.com/rota-dev/rota/pkg/scheduler"
@@ -40,20 +36,18 @@ func startReservationController(t *testing.T, cp *framework.ControlPlane) {
 	t.Helper()
 	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.Verbosity(2)))
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logger))
-	s := runtime.NewScheme()
-	if err := errors.Join(clientgoscheme.AddToScheme(s), rotav1.AddToScheme(s)); err != nil {
+	recorder, stopEvents, err := events.NewRecorder(ctx, cp.Client, events.ControllerComponent)
+	if err != nil {
 		cancel()
 		t.Fatal(err)
 	}
-	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cp.Client.CoreV1().Events("")})
 	ctrl, err := reservationcontroller.New(reservationcontroller.Options{
 		Client: cp.Client, Dynamic: cp.Dynamic, Clock: clock.RealClock{}, Registry: metrics.NewKubeRegistry(),
-		Recorder: broadcaster.NewRecorder(s, v1.EventSource{Component: "rota-schedule-controller"}),
+		Recorder: recorder,
 	})
 	if err != nil {
 		cancel()
-		broadcaster.Shutdown()
+		stopEvents()
 		t.Fatalf("create reservation controller: %v", err)
 	}
 	done := make(chan struct{})
@@ -64,7 +58,7 @@ func startReservationController(t *testing.T, cp *framework.ControlPlane) {
 	t.Cleanup(func() {
 		cancel()
 		<-done
-		broadcaster.Shutdown()
+		stopEvents()
 	})
 }
 

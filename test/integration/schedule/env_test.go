@@ -16,9 +16,6 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 	"k8s.io/kubernetes/pkg/controller/deployment"
@@ -29,6 +26,7 @@ import (
 
 	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
 	"github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
+	"github.com/rota-dev/rota/pkg/events"
 	"github.com/rota-dev/rota/pkg/schedule/controller"
 	"github.com/rota-dev/rota/test/integration/framework"
 )
@@ -137,14 +135,14 @@ func (e *env) startControllerAs(client kubernetes.Interface, dyn dynamic.Interfa
 	e.t.Helper()
 	logger := ktesting.NewLogger(e.t, ktesting.NewConfig(ktesting.Verbosity(2)))
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logger))
-	s := runtime.NewScheme()
-	_ = scheme.AddToScheme(s)
-	_ = v1alpha1.AddToScheme(s)
-	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	recorder, stopEvents, err := events.NewRecorder(ctx, client, "schedule-controller")
+	if err != nil {
+		cancel()
+		e.t.Fatal(err)
+	}
 	c, err := controller.New(controller.Options{
 		Client: client, Dynamic: dyn, Clock: e.clock,
-		Recorder:      broadcaster.NewRecorder(s, v1.EventSource{Component: "schedule-controller"}),
+		Recorder:      recorder,
 		GateNamespace: gateNS, Failpoints: fp,
 	})
 	if err != nil {
@@ -158,7 +156,7 @@ func (e *env) startControllerAs(client kubernetes.Interface, dyn dynamic.Interfa
 	}()
 	e.t.Cleanup(func() {
 		r.stop()
-		broadcaster.Shutdown()
+		stopEvents()
 	})
 	return r
 }
