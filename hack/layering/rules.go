@@ -39,6 +39,8 @@ var rules = []rule{
 		Why: "the DeploySchedule evaluator, validation and preview know no controller; the controller does not depend on the scheduler, the driver or the reservation controller"},
 	{From: "pkg/poolreport", Never: []string{"pkg/plugins", "pkg/reservation/controller", "pkg/schedule/controller", "pkg/driver", "pkg/sandbox", "pkg/sim"},
 		Why: "the pool report reads objects; it shares no code with the components that write them"},
+	{From: "pkg/whyreport", Never: []string{"pkg/plugins", "pkg/reservation/controller", "pkg/schedule/controller", "pkg/driver", "pkg/sandbox", "pkg/sim"},
+		Why: "`kubectl rota why` reads what the scheduler wrote; it shares no code with the components that write it"},
 	{From: "pkg/events", Only: []string{"pkg/apis"},
 		Why: "the event broadcaster of the controller binaries knows only the API types"},
 	{From: "pkg/scheduler", Only: []string{"pkg/plugins"},

@@ -1,4 +1,4 @@
-package main
+package whyreport
 
 import (
 	"bytes"
@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-func TestExplainPod(t *testing.T) {
+func TestExplain(t *testing.T) {
 	t0 := time.Date(2026, 10, 19, 8, 0, 0, 0, time.UTC)
 	waiting := v1.PodCondition{Type: "rota.dev/Waiting", Status: v1.ConditionTrue, Reason: "TopologyFragmentation", Message: "request gpu: needs 2 GPUs on one node", LastTransitionTime: metav1.NewTime(t0)}
 	unsched := v1.PodCondition{Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: "Unschedulable", Message: "0/2 nodes are available"}
@@ -27,40 +27,40 @@ func TestExplainPod(t *testing.T) {
 	cases := map[string]struct {
 		pod  *v1.Pod
 		evs  []v1.Event
-		want whyReport
+		want Report
 	}{
 		"waiting with a reason, newest decision first, other events left out": {
 			pod: pod("", nil, waiting, unsched),
 			evs: []v1.Event{ev(1, "FailedScheduling", "first"), ev(2, "TopologyFragmentation", "second"), ev(3, "Pulled", "not a decision")},
-			want: whyReport{Pod: "team-b/b-0", Waiting: true, Reason: "TopologyFragmentation", Message: "request gpu: needs 2 GPUs on one node", Since: t0,
-				Analysis: "0/2 nodes are available", Decisions: []event{
+			want: Report{Pod: "team-b/b-0", Waiting: true, Reason: "TopologyFragmentation", Message: "request gpu: needs 2 GPUs on one node", Since: t0,
+				Analysis: "0/2 nodes are available", Decisions: []Event{
 					{Time: t0.Add(2 * time.Second), Type: "Warning", Reason: "TopologyFragmentation", Message: "second"},
 					{Time: t0.Add(time.Second), Type: "Warning", Reason: "FailedScheduling", Message: "first"},
 				}},
 		},
 		"never attempted": {
 			pod:  pod("", nil),
-			want: whyReport{Pod: "team-b/b-0", Waiting: true, Reason: "NotAttempted", Message: "queued; the scheduler has not reported an attempt yet"},
+			want: Report{Pod: "team-b/b-0", Waiting: true, Reason: "NotAttempted", Message: "queued; the scheduler has not reported an attempt yet"},
 		},
 		"placed without waiting, with its tier": {
 			pod:  pod("n1", map[string]string{"rota.dev/tier": "2/2: A100"}),
-			want: whyReport{Pod: "team-b/b-0", Node: "n1", Reason: "Placed", Message: "placed on node n1 without waiting", Tier: "2/2: A100"},
+			want: Report{Pod: "team-b/b-0", Node: "n1", Reason: "Placed", Message: "placed on node n1 without waiting", Tier: "2/2: A100"},
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, explainPod(tc.pod, tc.evs)); diff != "" {
-				t.Errorf("explainPod (-want +got):\n%s", diff)
+			if diff := cmp.Diff(tc.want, Explain(tc.pod, tc.evs)); diff != "" {
+				t.Errorf("Explain (-want +got):\n%s", diff)
 			}
 		})
 	}
 }
 
 func TestWriteWhyFitsWidth(t *testing.T) {
-	r := whyReport{Pod: "team-b/b-0", Waiting: true, Reason: "TopologyFragmentation",
+	r := Report{Pod: "team-b/b-0", Waiting: true, Reason: "TopologyFragmentation",
 		Message: "request gpu: needs 2 GPUs on one node; 2 free in the pool but spread (n1: 1, n2: 1), largest free block 1 on n1; preemption would not help: evicting every lower-priority pod leaves at most 1 free on one node (n1)"}
 	var out bytes.Buffer
-	if err := writeWhy(&out, r, 60); err != nil {
+	if err := WriteText(&out, r, 60); err != nil {
 		t.Fatal(err)
 	}
 	for _, line := range bytes.Split(out.Bytes(), []byte("\n")) {

@@ -1,0 +1,114 @@
+// Package whyreport builds `kubectl rota why`'s answer for one pod from the
+// pod's rota.dev/Waiting condition, its PodScheduled condition and its
+// events, and prints it (docs/user-guide.md, "Why does my pod wait?").
+package whyreport
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
+	"github.com/rota-dev/rota/pkg/waits"
+)
+
+// maxDecisions is how many of the newest decisions a report keeps.
+const maxDecisions = 5
+
+// decisionReasons are the events that record a scheduling decision.
+var decisionReasons = map[string]bool{"Scheduled": true, "FailedScheduling": true, "TieredPlacement": true}
+
+// Report is the answer for one pod; `-o json` prints it as is.
+type Report struct {
+	Pod       string    `json:"pod"`
+	Node      string    `json:"node,omitempty"`
+	Waiting   bool      `json:"waiting"`
+	Reason    string    `json:"reason"`
+	Message   string    `json:"message,omitempty"`
+	Since     time.Time `json:"since,omitzero"`
+	Tier      string    `json:"tier,omitempty"`
+	Analysis  string    `json:"analysis,omitempty"`
+	Decisions []Event   `json:"decisions,omitempty"`
+}
+
+// Event is one scheduling decision recorded as an Event.
+type Event struct {
+	Time    time.Time `json:"time"`
+	Type    string    `json:"type"`
+	Reason  string    `json:"reason"`
+	Message string    `json:"message"`
+}
+
+// EventLister lists Events; client-go's typed Events client is one.
+type EventLister interface {
+	List(ctx context.Context, opts metav1.ListOptions) (*v1.EventList, error)
+}
+
+// PodEvents lists the events whose involved object is the pod.
+func PodEvents(ctx context.Context, events EventLister, pod *v1.Pod) ([]v1.Event, error) {
+	list, err := events.List(ctx, metav1.ListOptions{FieldSelector: fields.Set{"involvedObject.uid": string(pod.UID)}.String()})
+	if err != nil {
+		return nil, fmt.Errorf("list events of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	return list.Items, nil
+}
+
+// Explain builds the report from the pod and its events.
+func Explain(pod *v1.Pod, evs []v1.Event) Report {
+	r := Report{Pod: pod.Namespace + "/" + pod.Name, Node: pod.Spec.NodeName, Tier: pod.Annotations[gpuv1.TierAnnotation]}
+	switch c := waits.Current(pod); {
+	case c != nil && c.Status == v1.ConditionTrue && pod.Spec.NodeName == "":
+		r.Waiting, r.Reason, r.Message, r.Since = true, c.Reason, c.Message, c.LastTransitionTime.Time
+	case c != nil:
+		r.Reason, r.Message, r.Since = c.Reason, c.Message, c.LastTransitionTime.Time
+	case pod.Spec.NodeName != "":
+		r.Reason, r.Message = waits.Placed, "placed on node "+pod.Spec.NodeName+" without waiting"
+	default:
+		r.Waiting, r.Reason, r.Message = true, string(waits.NotAttempted), "queued; the scheduler has not reported an attempt yet"
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == v1.PodScheduled && c.Status == v1.ConditionFalse {
+			r.Analysis = c.Message
+		}
+	}
+	r.Decisions = decisions(evs)
+	return r
+}
+
+// decisions are the newest scheduling decisions among evs, newest first.
+func decisions(evs []v1.Event) []Event {
+	var out []Event
+	for _, e := range evs {
+		if decisionReasons[e.Reason] || isWaitReason(e.Reason) {
+			out = append(out, Event{Time: eventTime(e), Type: e.Type, Reason: e.Reason, Message: e.Message})
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Time.After(out[j].Time) })
+	if len(out) > maxDecisions {
+		out = out[:maxDecisions]
+	}
+	return out
+}
+
+func eventTime(e v1.Event) time.Time {
+	for _, t := range []time.Time{e.LastTimestamp.Time, e.EventTime.Time, e.FirstTimestamp.Time, e.CreationTimestamp.Time} {
+		if !t.IsZero() {
+			return t
+		}
+	}
+	return time.Time{}
+}
+
+func isWaitReason(reason string) bool {
+	for _, w := range waits.AllReasons {
+		if string(w) == reason {
+			return true
+		}
+	}
+	return false
+}
