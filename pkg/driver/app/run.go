@@ -92,7 +92,7 @@ func Start(ctx context.Context, o Options, extra Extra) (*Plugin, error) {
 		}
 	}()
 
-	lib, mock, inv, closeNVML, err := openNVML(&o, clk)
+	lib, mock, inv, closeNVML, err := openNVML(ctx, &o, clk)
 	if err != nil {
 		return nil, err
 	}
