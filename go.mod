@@ -3,6 +3,7 @@ module github.com/rota-dev/rota
 go 1.26.0
 
 require (
+	github.com/NVIDIA/go-nvlib v0.13.0
 	github.com/NVIDIA/go-nvml v0.13.4-1
 	github.com/go-logr/logr v1.4.3
 	github.com/google/go-cmp v0.7.0

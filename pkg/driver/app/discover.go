@@ -24,7 +24,7 @@ func Discover(ctx context.Context, o Options, out io.Writer) error {
 	if o.NodeName == "" {
 		return errors.New("--node-name (or NODE_NAME) is required")
 	}
-	lib, _, inv, closeNVML, err := openNVML(&o, clock.RealClock{})
+	lib, _, inv, closeNVML, err := openNVML(ctx, &o, clock.RealClock{})
 	if err != nil {
 		return err
 	}
@@ -53,7 +53,11 @@ func Discover(ctx context.Context, o Options, out io.Writer) error {
 	if o.MockProfile != "" {
 		source = "mock profile " + o.MockProfile
 	}
-	_, err = fmt.Fprintf(out, "# %d GPU(s) from %s; driver %s (published as %s), CUDA %s\n%s",
-		len(inv.GPUs), source, inv.DriverVersionRaw, inv.DriverVersion, inv.CUDADriverVersion, data)
+	header := fmt.Sprintf("# %d GPU(s) from %s; driver %s (published as %s), CUDA %s\n",
+		len(inv.GPUs), source, inv.DriverVersionRaw, inv.DriverVersion, inv.CUDADriverVersion)
+	for _, g := range inv.Skipped {
+		header += fmt.Sprintf("# not published: GPU %d (%s, %s): %s\n", g.Index, g.UUID, g.ProductName, g.Reason)
+	}
+	_, err = io.WriteString(out, header+string(data))
 	return err
 }

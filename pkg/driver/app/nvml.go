@@ -1,18 +1,20 @@
 package app
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"github.com/rota-dev/rota/pkg/driver/gpu"
 	"github.com/rota-dev/rota/pkg/driver/timeslice"
 )
 
-// openNVML initialises real NVML or the mock and discovers the GPUs. The
-// returned close function shuts NVML down.
-func openNVML(o *Options, clk clock.WithTicker) (nvml.Interface, *gpu.Mock, gpu.Inventory, func(), error) {
+// openNVML initialises real NVML or the mock and discovers the GPUs, logging
+// each GPU it will not publish. The returned close function shuts NVML down.
+func openNVML(ctx context.Context, o *Options, clk clock.WithTicker) (nvml.Interface, *gpu.Mock, gpu.Inventory, func(), error) {
 	var lib nvml.Interface
 	var mock *gpu.Mock
 	if o.MockProfile != "" {
@@ -32,6 +34,10 @@ func openNVML(o *Options, clk clock.WithTicker) (nvml.Interface, *gpu.Mock, gpu.
 	if err != nil {
 		closeFn()
 		return nil, nil, gpu.Inventory{}, nil, fmt.Errorf("discovering GPUs: %w", err)
+	}
+	logger := klog.FromContext(ctx)
+	for _, g := range inv.Skipped {
+		logger.Info("Not publishing GPU", "index", g.Index, "uuid", g.UUID, "productName", g.ProductName, "reason", g.Reason)
 	}
 	return lib, mock, inv, closeFn, nil
 }

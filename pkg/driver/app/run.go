@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -92,11 +93,30 @@ func Start(ctx context.Context, o Options, extra Extra) (*Plugin, error) {
 		}
 	}()
 
-	lib, mock, inv, closeNVML, err := openNVML(&o, clk)
+	lib, mock, inv, closeNVML, err := openNVML(ctx, &o, clk)
 	if err != nil {
 		return nil, err
 	}
 	p.Mock, p.close = mock, closeNVML
+	if p.State, err = newState(ctx, &o, extra, &inv); err != nil {
+		return nil, err
+	}
+	p.startHealth(ctx, &o, lib, &inv, clk)
+	if err := p.startDriver(ctx, &o, extra, &inv, clk); err != nil {
+		return nil, err
+	}
+	if o.HTTPAddress != "" {
+		if err := p.serveHTTP(ctx, o.HTTPAddress); err != nil {
+			return nil, err
+		}
+	}
+	ok = true
+	return p, nil
+}
+
+// newState opens the checkpoint and the CDI directory and restores what
+// this node had prepared before.
+func newState(ctx context.Context, o *Options, extra Extra, inv *gpu.Inventory) (*state.State, error) {
 	bootID, err := checkpoint.ReadBootID(o.BootIDFile)
 	if err != nil {
 		return nil, err
@@ -111,46 +131,52 @@ func Start(ctx context.Context, o Options, extra Extra) (*Plugin, error) {
 	}
 	slicer := extra.TimeSlicer
 	if slicer == nil {
-		slicer = timeSlicer(&o)
+		slicer = timeSlicer(o)
 	}
-	p.State, err = state.New(ctx, state.Options{
-		NodeName: o.NodeName, Inventory: &inv, Store: store, CDI: cdiWriter,
+	return state.New(ctx, state.Options{
+		NodeName: o.NodeName, Inventory: inv, Store: store, CDI: cdiWriter,
 		TimeSlicer: slicer, BootID: bootID, Hook: extra.Hook,
 	})
-	if err != nil {
-		return nil, err
-	}
-	p.Monitor = health.NewMonitor(lib, &inv, clk, health.Options{ProbeInterval: o.ProbeInterval, XIDHoldTime: o.XIDHoldTime})
+}
+
+// startHealth probes every GPU once, then watches them (and, on a mock
+// node, the fault file) until the plugin stops.
+func (p *Plugin) startHealth(ctx context.Context, o *Options, lib nvml.Interface, inv *gpu.Inventory, clk clock.WithTicker) {
+	p.Monitor = health.NewMonitor(lib, inv, clk, health.Options{ProbeInterval: o.ProbeInterval, XIDHoldTime: o.XIDHoldTime})
 	p.Monitor.Refresh(ctx)
 	p.goRun(func() {
 		if err := p.Monitor.Run(ctx); err != nil {
 			klog.FromContext(ctx).Error(err, "Health monitor failed; GPU health is no longer watched")
 		}
 	})
-	if mock != nil && o.MockFaultFile != "" {
-		p.goRun(func() { mock.WatchFaultFile(ctx, o.MockFaultFile, o.FaultPollEvery) })
+	if p.Mock != nil && o.MockFaultFile != "" {
+		p.goRun(func() { p.Mock.WatchFaultFile(ctx, o.MockFaultFile, o.FaultPollEvery) })
 	}
+}
 
+// startDriver builds the DRA driver and registers it with the kubelet; its
+// first ResourceSlice publish waits for the API server.
+func (p *Plugin) startDriver(ctx context.Context, o *Options, extra Extra, inv *gpu.Inventory, clk clock.WithTicker) error {
 	client := extra.KubeClient
 	if client == nil {
-		client, err = kubeClient(o.Kubeconfig)
-		if err != nil {
-			return nil, err
+		var err error
+		if client, err = kubeClient(o.Kubeconfig); err != nil {
+			return err
 		}
 	}
 	p.Metrics = driver.NewMetrics()
 	fatal := extra.Fatal
 	if fatal == nil {
-		fatal = func(err error) { cancel(err) }
+		fatal = func(err error) { p.cancel(err) }
 	}
 	p.Driver = driver.New(driver.Config{
-		NodeName: o.NodeName, Inventory: &inv, State: p.State, Monitor: p.Monitor,
+		NodeName: o.NodeName, Inventory: inv, State: p.State, Monitor: p.Monitor,
 		Metrics: p.Metrics, Clock: clk, Fatal: fatal,
 		Publish: resources.Options{ConsumableMemory: o.ConsumableMemory},
 	})
 	for _, dir := range []string{o.PluginDataDir, o.RegistrarDir} {
 		if err := os.MkdirAll(dir, 0o750); err != nil {
-			return nil, fmt.Errorf("creating plugin directory: %w", err)
+			return fmt.Errorf("creating plugin directory: %w", err)
 		}
 	}
 	opts := []kubeletplugin.Option{
@@ -161,17 +187,9 @@ func Start(ctx context.Context, o Options, extra Extra) (*Plugin, error) {
 	if o.PodUID != "" {
 		opts = append(opts, kubeletplugin.RollingUpdate(types.UID(o.PodUID)))
 	}
+	var err error
 	p.Helper, err = p.Driver.Start(ctx, opts...)
-	if err != nil {
-		return nil, err
-	}
-	if o.HTTPAddress != "" {
-		if err := p.serveHTTP(ctx, o.HTTPAddress); err != nil {
-			return nil, err
-		}
-	}
-	ok = true
-	return p, nil
+	return err
 }
 
 // Stop shuts the plugin down: the kubelet sockets close and are removed first

@@ -1,6 +1,7 @@
 // Package gpu discovers the GPUs of a node through NVML and describes them in
 // the driver's own terms. Real NVML and the mock profiles go through the same
-// code: both are a github.com/NVIDIA/go-nvml nvml.Interface.
+// code: both are a github.com/NVIDIA/go-nvml nvml.Interface, which
+// github.com/NVIDIA/go-nvlib walks for the GPUs and their MIG mode.
 package gpu
 
 // GPU is one physical GPU as the driver publishes it. Version fields are
@@ -26,7 +27,17 @@ type Inventory struct {
 	DriverVersionRaw     string
 	CUDADriverVersion    string
 	CUDADriverVersionRaw int
-	GPUs                 []GPU
+	// GPUs are the GPUs the driver publishes, in NVML index order.
+	GPUs []GPU
+	// Skipped are GPUs NVML lists that the driver does not publish, with
+	// the reason; callers log them (docs/driver.md, "MIG").
+	Skipped []SkippedGPU
+}
+
+// SkippedGPU is a GPU that discovery described but leaves unpublished.
+type SkippedGPU struct {
+	GPU
+	Reason string
 }
 
 // ByUUID returns the GPU with the given UUID.

@@ -51,13 +51,8 @@ func nodeObject(name string) *v1.Node {
 func (c *Cluster) startNode(ctx context.Context, spec NodeSpec) (_ *Node, err error) {
 	logger := klog.FromContext(ctx).WithValues("node", spec.Name)
 	ctx = klog.NewContext(ctx, logger)
-	node, err := c.Client.CoreV1().Nodes().Create(ctx, nodeObject(spec.Name), metav1.CreateOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("creating Node: %w", err)
-	}
-	node.Status = nodeObject(spec.Name).Status
-	if _, err := c.Client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
-		return nil, fmt.Errorf("node status: %w", err)
+	if err := c.createNode(ctx, spec.Name); err != nil {
+		return nil, err
 	}
 
 	// Unix socket paths are limited to 108 bytes: keep the plugin's short.
@@ -75,6 +70,46 @@ func (c *Cluster) startNode(ctx context.Context, spec NodeSpec) (_ *Node, err er
 	if err := os.WriteFile(bootID, []byte("boot-1\n"), 0o600); err != nil {
 		return nil, err
 	}
+	opts := pluginOptions(spec, dir, bootID)
+	n.Plugin, err = app.Start(ctx, opts, app.Extra{
+		KubeClient: c.Client,
+		Fatal:      func(err error) { logger.Error(err, "Kubelet plugin failed") },
+	})
+	if err != nil {
+		return nil, fmt.Errorf("starting kubelet plugin: %w", err)
+	}
+	n.conn, err = grpc.NewClient("unix://"+filepath.Join(opts.PluginDataDir, "dra.sock"), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return nil, fmt.Errorf("dialing kubelet plugin: %w", err)
+	}
+	if err := c.startKubelet(ctx, n); err != nil {
+		return nil, err
+	}
+
+	// The node counts once its GPUs are published.
+	if err = c.waitForSlice(ctx, spec.Name); err != nil {
+		n.stop()
+		return nil, fmt.Errorf("the plugin did not publish the node's GPUs: %w", err)
+	}
+	return n, nil
+}
+
+// createNode registers the Node object, Ready, as a kubelet would.
+func (c *Cluster) createNode(ctx context.Context, name string) error {
+	node, err := c.Client.CoreV1().Nodes().Create(ctx, nodeObject(name), metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("creating Node: %w", err)
+	}
+	node.Status = nodeObject(name).Status
+	if _, err := c.Client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("node status: %w", err)
+	}
+	return nil
+}
+
+// pluginOptions runs the real kubelet plugin on spec's mock profile with all
+// its files under dir.
+func pluginOptions(spec NodeSpec, dir, bootID string) app.Options {
 	opts := app.DefaultOptions()
 	opts.NodeName = spec.Name
 	opts.MockProfile = spec.Profile
@@ -89,32 +124,27 @@ func (c *Cluster) startNode(ctx context.Context, spec NodeSpec) (_ *Node, err er
 	// as a device taint within a fraction of a second.
 	opts.ProbeInterval = 100 * time.Millisecond
 	opts.XIDHoldTime = -1
-	n.Plugin, err = app.Start(ctx, opts, app.Extra{
-		KubeClient: c.Client,
-		Fatal:      func(err error) { logger.Error(err, "Kubelet plugin failed") },
-	})
-	if err != nil {
-		return nil, fmt.Errorf("starting kubelet plugin: %w", err)
-	}
-	n.conn, err = grpc.NewClient("unix://"+filepath.Join(opts.PluginDataDir, "dra.sock"), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		return nil, fmt.Errorf("dialing kubelet plugin: %w", err)
-	}
+	return opts
+}
+
+// startKubelet runs the simulated kubelet for n against its plugin's
+// connection and sets n.stop to end both.
+func (c *Cluster) startKubelet(ctx context.Context, n *Node) error {
 	k, err := kubelet.New(kubelet.Options{
-		Client: c.Client, NodeName: spec.Name, Clock: c.opts.Clock,
+		Client: c.Client, NodeName: n.Name, Clock: c.opts.Clock,
 		StartDelay: c.opts.Kubelet.StartDelay, ReadyDelay: c.opts.Kubelet.ReadyDelay,
 		MaxGracePeriod: c.opts.Kubelet.MaxGracePeriod,
 		Preparer:       drapb.NewDRAPluginClient(n.conn),
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	kctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		if err := k.Run(kctx); err != nil {
-			logger.Error(err, "Simulated kubelet failed")
+			klog.FromContext(ctx).Error(err, "Simulated kubelet failed")
 		}
 	}()
 	n.stop = func() {
@@ -122,25 +152,24 @@ func (c *Cluster) startNode(ctx context.Context, spec NodeSpec) (_ *Node, err er
 		<-done
 		n.stopAll(nil)
 	}
+	return nil
+}
 
-	// The node counts once its GPUs are published.
-	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+// waitForSlice waits until a ResourceSlice with devices is published for
+// the node.
+func (c *Cluster) waitForSlice(ctx context.Context, nodeName string) error {
+	return wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		slices, err := c.Client.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, nil
 		}
 		for _, s := range slices.Items {
-			if s.Spec.NodeName != nil && *s.Spec.NodeName == spec.Name && len(s.Spec.Devices) > 0 {
+			if s.Spec.NodeName != nil && *s.Spec.NodeName == nodeName && len(s.Spec.Devices) > 0 {
 				return true, nil
 			}
 		}
 		return false, nil
 	})
-	if err != nil {
-		n.stop()
-		return nil, fmt.Errorf("the plugin did not publish the node's GPUs: %w", err)
-	}
-	return n, nil
 }
 
 func (n *Node) stopAll(_ error) {
