@@ -94,6 +94,8 @@ type withInformers struct {
 	factories  []informerFactory
 }
 
+// Run starts the factories, runs the controller until ctx ends and shuts
+// the factories down once the controller has returned.
 func (w withInformers) Run(ctx context.Context, workers int) {
 	for _, f := range w.factories {
 		f.Start(ctx.Done())
