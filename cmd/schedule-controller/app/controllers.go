@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/component-base/metrics"
@@ -65,7 +67,39 @@ func newDeployScheduleController(d deps) (runnable, error) {
 }
 
 func newGPUReservationController(d deps) (runnable, error) {
-	return reservationcontroller.New(reservationcontroller.Options{
+	factory := informers.NewSharedInformerFactory(d.Client, 0)
+	dynFactory := dynamicinformer.NewDynamicSharedInformerFactory(d.Dynamic, 0)
+	c, err := reservationcontroller.New(reservationcontroller.Options{
 		Client: d.Client, Dynamic: d.Dynamic, Clock: d.Clock, Recorder: d.Recorder, Registry: d.Registry,
+		Informers: reservationcontroller.NewInformers(factory, dynFactory),
 	})
+	if err != nil {
+		return nil, err
+	}
+	return withInformers{controller: c, factories: []informerFactory{factory, dynFactory}}, nil
+}
+
+// informerFactory is a shared informer factory, typed or dynamic.
+type informerFactory interface {
+	Start(stopCh <-chan struct{})
+	Shutdown()
+}
+
+// withInformers runs a controller together with the informer factories the
+// binary built for it: they start when this replica starts leading, after
+// every informer was asked of them, and stop once the controller's workers
+// have returned.
+type withInformers struct {
+	controller runnable
+	factories  []informerFactory
+}
+
+// Run starts the factories, runs the controller until ctx ends and shuts
+// the factories down once the controller has returned.
+func (w withInformers) Run(ctx context.Context, workers int) {
+	for _, f := range w.factories {
+		f.Start(ctx.Done())
+		defer f.Shutdown()
+	}
+	w.controller.Run(ctx, workers)
 }

@@ -24,8 +24,6 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -57,17 +55,10 @@ type Controller struct {
 	replicaSets  appslisters.ReplicaSetLister
 	synced       []cache.InformerSynced
 
-	queue        workqueue.TypedRateLimitingInterface[string]
-	recorder     record.EventRecorder
-	metrics      *controllerMetrics
-	ownFactories []startable
-	quotaClass   string
-}
-
-// startable is an informer factory the controller made itself.
-type startable interface {
-	Start(stopCh <-chan struct{})
-	Shutdown()
+	queue      workqueue.TypedRateLimitingInterface[string]
+	recorder   record.EventRecorder
+	metrics    *controllerMetrics
+	quotaClass string
 }
 
 // Options are what the controller needs from its binary.
@@ -80,10 +71,10 @@ type Options struct {
 	// Recorder writes events and is required; its scheme must know
 	// GPUReservation. The binary owns the one event broadcaster behind it.
 	Recorder record.EventRecorder
-	// Factory and DynFactory (serving rotav1.GPUReservationsResource) are shared informer factories the
-	// caller starts; nil: the controller makes its own and starts them in Run.
-	Factory    informers.SharedInformerFactory
-	DynFactory dynamicinformer.DynamicSharedInformerFactory
+	// Informers are required: the controller reads everything it syncs
+	// from their listers. The caller owns their factories and starts them
+	// once New has returned; Run waits for them to sync.
+	Informers Informers
 	// Registry receives the controller's metrics; nil: none are exported.
 	Registry metrics.KubeRegistry
 	// QuotaDeviceClass is the class a reservation's GPUs are charged to in
@@ -95,6 +86,9 @@ type Options struct {
 func New(opts Options) (*Controller, error) {
 	if opts.Client == nil || opts.Dynamic == nil || opts.Clock == nil || opts.Recorder == nil {
 		return nil, fmt.Errorf("reservation controller: Client, Dynamic, Clock and Recorder are required")
+	}
+	if err := opts.Informers.validate(); err != nil {
+		return nil, fmt.Errorf("reservation controller: %w", err)
 	}
 	c := &Controller{
 		client:     opts.Client,
@@ -113,7 +107,7 @@ func New(opts Options) (*Controller, error) {
 			return nil, err
 		}
 	}
-	if err := c.watch(opts); err != nil {
+	if err := c.watch(opts.Informers); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -121,37 +115,22 @@ func New(opts Options) (*Controller, error) {
 
 // watch sets up the listers and the event handlers that enqueue the
 // reservations an object change concerns.
-func (c *Controller) watch(opts Options) error {
-	factory, dynFactory := opts.Factory, opts.DynFactory
-	if factory == nil {
-		factory = informers.NewSharedInformerFactory(opts.Client, 0)
-		c.ownFactories = append(c.ownFactories, factory)
-	}
-	if dynFactory == nil {
-		dynFactory = dynamicinformer.NewDynamicSharedInformerFactory(opts.Dynamic, 0)
-		c.ownFactories = append(c.ownFactories, dynFactory)
-	}
-	resInformer := dynFactory.ForResource(rotav1.GPUReservationsResource)
-	c.reservations = resInformer.Lister()
-	sliceInf := factory.Resource().V1().ResourceSlices()
-	claimInf := factory.Resource().V1().ResourceClaims()
-	ruleInf := factory.Resource().V1().DeviceTaintRules()
-	podInf := factory.Core().V1().Pods()
-	nodeInf := factory.Core().V1().Nodes()
-	rsInf := factory.Apps().V1().ReplicaSets()
-	c.slices, c.claims, c.rules = sliceInf.Lister(), claimInf.Lister(), ruleInf.Lister()
-	c.pods, c.nodes, c.replicaSets = podInf.Lister(), nodeInf.Lister(), rsInf.Lister()
+func (c *Controller) watch(inf Informers) error {
+	c.reservations = inf.Reservations.Lister()
+	c.slices, c.claims, c.rules = inf.Slices.Lister(), inf.Claims.Lister(), inf.Rules.Lister()
+	c.pods, c.nodes, c.replicaSets = inf.Pods.Lister(), inf.Nodes.Lister(), inf.ReplicaSets.Lister()
+	c.classes = inf.Classes.Lister()
 
 	handlers := []struct {
 		informer cache.SharedIndexInformer
 		enqueue  func(obj any)
 	}{
-		{resInformer.Informer(), c.enqueueReservation},
-		{sliceInf.Informer(), c.enqueueForSlice},
-		{claimInf.Informer(), c.enqueueNamespaceOf},
-		{podInf.Informer(), c.enqueueNamespaceOf},
-		{ruleInf.Informer(), c.enqueueForRule},
-		{nodeInf.Informer(), c.enqueueForNode},
+		{inf.Reservations.Informer(), c.enqueueReservation},
+		{inf.Slices.Informer(), c.enqueueForSlice},
+		{inf.Claims.Informer(), c.enqueueNamespaceOf},
+		{inf.Pods.Informer(), c.enqueueNamespaceOf},
+		{inf.Rules.Informer(), c.enqueueForRule},
+		{inf.Nodes.Informer(), c.enqueueForNode},
 	}
 	for _, h := range handlers {
 		enqueue := h.enqueue
@@ -170,22 +149,18 @@ func (c *Controller) watch(opts Options) error {
 		}
 		c.synced = append(c.synced, h.informer.HasSynced)
 	}
-	classInf := factory.Resource().V1().DeviceClasses()
-	c.classes = classInf.Lister()
-	c.synced = append(c.synced, rsInf.Informer().HasSynced, classInf.Informer().HasSynced)
+	c.synced = append(c.synced, inf.ReplicaSets.Informer().HasSynced, inf.Classes.Informer().HasSynced)
 	return nil
 }
 
 // Run processes reservations with workers goroutines until ctx ends, and
 // returns once every worker has finished the reservation it was syncing.
+// The caller starts the informers (Options.Informers) and shuts them down
+// after Run has returned.
 func (c *Controller) Run(ctx context.Context, workers int) {
 	defer utilruntime.HandleCrash()
 	defer c.queue.ShutDown() // on every return; ShutDown is idempotent
 	logger := klog.FromContext(ctx)
-	for _, f := range c.ownFactories {
-		f.Start(ctx.Done())
-		defer f.Shutdown()
-	}
 	logger.Info("Starting GPUReservation controller", "workers", workers)
 	defer logger.Info("Stopped GPUReservation controller")
 	if !cache.WaitForNamedCacheSync("gpureservation", ctx.Done(), c.synced...) {

@@ -24,40 +24,72 @@ import (
 // that are busy) are status, not errors: the informers bring the
 // reservation back when something changes.
 func (c *Controller) sync(ctx context.Context, key string) error {
-	namespace, name, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		return fmt.Errorf("reservation key %q: %w", key, err)
-	}
-	obj, err := c.reservations.ByNamespace(namespace).Get(name)
-	if apierrors.IsNotFound(err) {
-		c.metrics.forget(namespace, name)
-		if err := c.deleteRules(ctx, namespace, name, nil); err != nil {
-			return err
-		}
-		gone := &rotav1.GPUReservation{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
-		return c.ensureClass(ctx, gone, nil)
-	}
-	if err != nil {
-		return fmt.Errorf("getting GPUReservation %s: %w", key, err)
-	}
-	got, err := reservation.FromObject(obj)
-	if err != nil {
+	res, err := c.current(ctx, key)
+	if err != nil || res == nil {
 		return err
 	}
-	res := got.DeepCopy()
 	logger := klog.LoggerWithValues(klog.FromContext(ctx), "gpureservation", klog.KObj(res))
 	ctx = klog.NewContext(ctx, logger)
 
 	if res.DeletionTimestamp != nil {
 		return c.release(ctx, res)
 	}
-	if !slices.Contains(res.Finalizers, gpuv1.ReservationFinalizer) {
-		res.Finalizers = append(res.Finalizers, gpuv1.ReservationFinalizer)
-		if res, err = c.update(ctx, res); err != nil {
-			return err
-		}
+	if res, err = c.ensureFinalizer(ctx, res); err != nil {
+		return err
 	}
+	held, selErr, err := c.chooseAndCharge(ctx, res)
+	if err != nil {
+		return err
+	}
+	if err := c.hold(ctx, res, held, selErr); err != nil {
+		return err
+	}
+	return c.syncStatus(ctx, res, held, selErr)
+}
 
+// current reads the reservation of key from the informer's cache, as a copy
+// the sync may change. It returns nil once the reservation is gone, after
+// removing what the controller kept for it (its quota claim goes with it:
+// the reservation owns it).
+func (c *Controller) current(ctx context.Context, key string) (*rotav1.GPUReservation, error) {
+	namespace, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return nil, fmt.Errorf("reservation key %q: %w", key, err)
+	}
+	obj, err := c.reservations.ByNamespace(namespace).Get(name)
+	if apierrors.IsNotFound(err) {
+		c.metrics.forget(namespace, name)
+		if err := c.deleteRules(ctx, namespace, name, nil); err != nil {
+			return nil, err
+		}
+		gone := &rotav1.GPUReservation{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
+		return nil, c.ensureClass(ctx, gone, nil)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("getting GPUReservation %s: %w", key, err)
+	}
+	got, err := reservation.FromObject(obj)
+	if err != nil {
+		return nil, err
+	}
+	return got.DeepCopy(), nil
+}
+
+// ensureFinalizer adds the finalizer that lets release remove the rules
+// before the reservation goes away, and returns the reservation to go on
+// with.
+func (c *Controller) ensureFinalizer(ctx context.Context, res *rotav1.GPUReservation) (*rotav1.GPUReservation, error) {
+	if slices.Contains(res.Finalizers, gpuv1.ReservationFinalizer) {
+		return res, nil
+	}
+	res.Finalizers = append(res.Finalizers, gpuv1.ReservationFinalizer)
+	return c.update(ctx, res)
+}
+
+// chooseAndCharge selects the GPUs to hold and charges their count to the
+// namespace's quota (none while selection fails). A quota refusal turns
+// into the selection error, with no GPUs held; err is for failures to retry.
+func (c *Controller) chooseAndCharge(ctx context.Context, res *rotav1.GPUReservation) ([]GPU, *SelectionError, error) {
 	held, selErr := c.choose(res)
 	charge := int64(len(held))
 	if selErr != nil {
@@ -66,25 +98,32 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if err := c.ensureQuotaClaim(ctx, res, charge); err != nil {
 		var se *SelectionError
 		if !errors.As(err, &se) {
-			return err
+			return nil, nil, err
 		}
 		selErr, held = se, nil
 	}
+	return held, selErr, nil
+}
+
+// hold keeps one taint rule per held GPU and the members' DeviceClass; when
+// selection failed, it releases both.
+func (c *Controller) hold(ctx context.Context, res *rotav1.GPUReservation, held []GPU, selErr *SelectionError) error {
 	if selErr != nil {
 		if err := c.deleteRules(ctx, res.Namespace, res.Name, nil); err != nil {
 			return err
 		}
-		if err := c.ensureClass(ctx, res, nil); err != nil {
-			return err
-		}
-	} else {
-		if err := c.ensureRules(ctx, res, held); err != nil {
-			return err
-		}
-		if err := c.ensureClass(ctx, res, held); err != nil {
-			return err
-		}
+		return c.ensureClass(ctx, res, nil)
 	}
+	if err := c.ensureRules(ctx, res, held); err != nil {
+		return err
+	}
+	return c.ensureClass(ctx, res, held)
+}
+
+// syncStatus computes the status from the held GPUs and the member pods,
+// records events and metrics for what changed, and writes the status only
+// when it differs.
+func (c *Controller) syncStatus(ctx context.Context, res *rotav1.GPUReservation, held []GPU, selErr *SelectionError) error {
 	headroom, err := reservation.ParseHeadroom(res.Spec.Headroom)
 	if err != nil {
 		// The CRD schema rejects such a headroom; an older object may still have one.

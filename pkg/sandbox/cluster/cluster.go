@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sync"
 
+	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/controller/deployment"
@@ -227,18 +228,25 @@ func (c *Cluster) startRotaControllers(ctx context.Context) (func(), error) {
 	if err != nil {
 		return fail(err)
 	}
+	factory := informers.NewSharedInformerFactory(c.Client, 0)
+	dynFactory := dynamicinformer.NewDynamicSharedInformerFactory(c.Dynamic, 0)
 	reservations, err := reservationcontroller.New(reservationcontroller.Options{
 		Client: c.Client, Dynamic: c.Dynamic, Clock: c.opts.Clock, Recorder: recorder,
+		Informers: reservationcontroller.NewInformers(factory, dynFactory),
 	})
 	if err != nil {
 		return fail(err)
 	}
+	factory.Start(ctx.Done())
+	dynFactory.Start(ctx.Done())
 	var wg sync.WaitGroup
 	wg.Go(func() { schedules.Run(ctx, 2) })
 	wg.Go(func() { reservations.Run(ctx, 2) })
 	return func() {
 		cancel()
 		wg.Wait()
+		factory.Shutdown()
+		dynFactory.Shutdown()
 		stopEvents()
 	}, nil
 }

@@ -25,101 +25,141 @@ type History struct {
 // Check returns the expectations that do not hold, one sentence each. A
 // double-booked GPU fails every checkpoint, expected or not.
 func Check(exp scenario.Expect, st *State, h History) []string {
-	var out []string
-	fail := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
+	var f failures
 	for _, d := range h.DoubleBooked {
-		fail("%s", d)
+		f.add("%s", d)
 	}
 	for _, pe := range exp.Pods {
-		var matched []Pod
-		for _, p := range st.Pods {
-			if ok, _ := path.Match(pe.Name, p.Name); ok && p.Phase != "Terminating" {
-				matched = append(matched, p)
-			}
-		}
-		if pe.Count != nil && len(matched) != *pe.Count {
-			fail("pods %s: %d match, want %d", pe.Name, len(matched), *pe.Count)
-		}
-		if pe.Count == nil && len(matched) == 0 {
-			fail("pods %s: none", pe.Name)
-		}
-		for _, p := range matched {
-			if pe.Phase != "" && p.Phase != pe.Phase {
-				fail("pod %s: phase %s, want %s", p.Name, p.Phase, pe.Phase)
-			}
-			if pe.Node != "" && p.Node != pe.Node {
-				fail("pod %s: on node %q, want %q", p.Name, p.Node, pe.Node)
-			}
-			if pe.GPUs != nil && len(p.Devices) != *pe.GPUs {
-				fail("pod %s: holds %d GPUs, want %d", p.Name, len(p.Devices), *pe.GPUs)
-			}
-			if pe.Model != "" {
-				if len(p.Devices) == 0 {
-					fail("pod %s: holds no GPU, want %s", p.Name, pe.Model)
-				}
-				for _, d := range p.Devices {
-					if d.Model != pe.Model {
-						fail("pod %s: holds %s %s (%s), want %s", p.Name, d.Node, d.Name, d.Model, pe.Model)
-					}
-				}
-			}
-			if pe.Waiting && p.Waiting == nil {
-				fail("pod %s: placed on %s, want it waiting", p.Name, p.Node)
-			}
-			if pe.WaitReason != "" && (p.Waiting == nil || p.Waiting.Code != pe.WaitReason) {
-				fail("pod %s: waits with reason code %q, want %s (%s)", p.Name, waitingCode(p.Waiting), pe.WaitReason, waitingText(p.Waiting))
-			}
-			if pe.ReasonContains != "" {
-				if p.Waiting == nil || !strings.Contains(p.Waiting.Reason+" "+p.Waiting.Message, pe.ReasonContains) {
-					fail("pod %s: reason does not mention %q (%s)", p.Name, pe.ReasonContains, waitingText(p.Waiting))
-				}
-			}
-		}
+		f.checkPods(pe, st.Pods)
 	}
 	for _, te := range exp.Targets {
-		var found *Target
-		for i, t := range st.Targets {
-			if t.Schedule == te.Schedule && t.Target == te.Target {
-				found = &st.Targets[i]
-			}
-		}
-		switch {
-		case found == nil:
-			fail("schedule %s target %s: no status", te.Schedule, te.Target)
-		case te.Phase != "" && found.Phase != te.Phase:
-			fail("schedule %s target %s: phase %s (%s), want %s", te.Schedule, te.Target, found.Phase, found.Reason, te.Phase)
-		case te.Reason != "" && found.Reason != te.Reason:
-			fail("schedule %s target %s: reason %s, want %s", te.Schedule, te.Target, found.Reason, te.Reason)
-		}
+		f.checkTarget(te, st.Targets)
 	}
 	for _, re := range exp.Reservations {
-		var found *Reservation
-		for i, r := range st.Reservations {
-			if r.Name == re.Name {
-				found = &st.Reservations[i]
+		f.checkReservation(re, st.Reservations)
+	}
+	f.checkHistory(exp, h)
+	return f
+}
+
+// failures collects the sentences of the expectations that do not hold.
+type failures []string
+
+func (f *failures) add(format string, args ...any) { *f = append(*f, fmt.Sprintf(format, args...)) }
+
+// checkPods checks how many pods (not terminating) match pe's name pattern,
+// then each of them.
+func (f *failures) checkPods(pe scenario.PodExpect, pods []Pod) {
+	var matched []Pod
+	for _, p := range pods {
+		if ok, _ := path.Match(pe.Name, p.Name); ok && p.Phase != "Terminating" {
+			matched = append(matched, p)
+		}
+	}
+	if pe.Count != nil && len(matched) != *pe.Count {
+		f.add("pods %s: %d match, want %d", pe.Name, len(matched), *pe.Count)
+	}
+	if pe.Count == nil && len(matched) == 0 {
+		f.add("pods %s: none", pe.Name)
+	}
+	for _, p := range matched {
+		f.checkPod(pe, p)
+	}
+}
+
+// checkPod checks one matching pod's phase, node and GPUs, then whether and
+// why it waits.
+func (f *failures) checkPod(pe scenario.PodExpect, p Pod) {
+	if pe.Phase != "" && p.Phase != pe.Phase {
+		f.add("pod %s: phase %s, want %s", p.Name, p.Phase, pe.Phase)
+	}
+	if pe.Node != "" && p.Node != pe.Node {
+		f.add("pod %s: on node %q, want %q", p.Name, p.Node, pe.Node)
+	}
+	if pe.GPUs != nil && len(p.Devices) != *pe.GPUs {
+		f.add("pod %s: holds %d GPUs, want %d", p.Name, len(p.Devices), *pe.GPUs)
+	}
+	if pe.Model != "" {
+		if len(p.Devices) == 0 {
+			f.add("pod %s: holds no GPU, want %s", p.Name, pe.Model)
+		}
+		for _, d := range p.Devices {
+			if d.Model != pe.Model {
+				f.add("pod %s: holds %s %s (%s), want %s", p.Name, d.Node, d.Name, d.Model, pe.Model)
 			}
 		}
-		switch {
-		case found == nil:
-			fail("reservation %s: not found", re.Name)
-		case re.Phase != "" && found.Phase != re.Phase:
-			fail("reservation %s: phase %s, want %s", re.Name, found.Phase, re.Phase)
-		case re.MaxBudgetUsedMiB != nil && found.BudgetUsedMiB > *re.MaxBudgetUsedMiB:
-			fail("reservation %s: %d MiB used, want at most %d", re.Name, found.BudgetUsedMiB, *re.MaxBudgetUsedMiB)
+	}
+	f.checkWaiting(pe, p)
+}
+
+// checkWaiting checks that a pod expected to wait does, with the reason
+// code and text expected.
+func (f *failures) checkWaiting(pe scenario.PodExpect, p Pod) {
+	if pe.Waiting && p.Waiting == nil {
+		f.add("pod %s: placed on %s, want it waiting", p.Name, p.Node)
+	}
+	if pe.WaitReason != "" && (p.Waiting == nil || p.Waiting.Code != pe.WaitReason) {
+		f.add("pod %s: waits with reason code %q, want %s (%s)", p.Name, waitingCode(p.Waiting), pe.WaitReason, waitingText(p.Waiting))
+	}
+	if pe.ReasonContains != "" {
+		if p.Waiting == nil || !strings.Contains(p.Waiting.Reason+" "+p.Waiting.Message, pe.ReasonContains) {
+			f.add("pod %s: reason does not mention %q (%s)", p.Name, pe.ReasonContains, waitingText(p.Waiting))
 		}
 	}
+}
+
+// checkTarget checks the status of one schedule target (the last one listed
+// under its name).
+func (f *failures) checkTarget(te scenario.TargetExpect, targets []Target) {
+	var found *Target
+	for i, t := range targets {
+		if t.Schedule == te.Schedule && t.Target == te.Target {
+			found = &targets[i]
+		}
+	}
+	switch {
+	case found == nil:
+		f.add("schedule %s target %s: no status", te.Schedule, te.Target)
+	case te.Phase != "" && found.Phase != te.Phase:
+		f.add("schedule %s target %s: phase %s (%s), want %s", te.Schedule, te.Target, found.Phase, found.Reason, te.Phase)
+	case te.Reason != "" && found.Reason != te.Reason:
+		f.add("schedule %s target %s: reason %s, want %s", te.Schedule, te.Target, found.Reason, te.Reason)
+	}
+}
+
+// checkReservation checks one reservation's phase and VRAM budget use (the
+// last one listed under its name).
+func (f *failures) checkReservation(re scenario.ReservationExpect, reservations []Reservation) {
+	var found *Reservation
+	for i, r := range reservations {
+		if r.Name == re.Name {
+			found = &reservations[i]
+		}
+	}
+	switch {
+	case found == nil:
+		f.add("reservation %s: not found", re.Name)
+	case re.Phase != "" && found.Phase != re.Phase:
+		f.add("reservation %s: phase %s, want %s", re.Name, found.Phase, re.Phase)
+	case re.MaxBudgetUsedMiB != nil && found.BudgetUsedMiB > *re.MaxBudgetUsedMiB:
+		f.add("reservation %s: %d MiB used, want at most %d", re.Name, found.BudgetUsedMiB, *re.MaxBudgetUsedMiB)
+	}
+}
+
+// checkHistory checks what the run saw up to the checkpoint: transitions,
+// the most GPUs in use, the fewest Ready pods per workload.
+func (f *failures) checkHistory(exp scenario.Expect, h History) {
 	if exp.Transitions != nil && h.Transitions != *exp.Transitions {
-		fail("%d transitions so far, want %d", h.Transitions, *exp.Transitions)
+		f.add("%d transitions so far, want %d", h.Transitions, *exp.Transitions)
 	}
 	if exp.MaxGPUsInUse != nil && h.MaxGPUsInUse > *exp.MaxGPUsInUse {
-		fail("%d GPUs were in use at once, want at most %d", h.MaxGPUsInUse, *exp.MaxGPUsInUse)
+		f.add("%d GPUs were in use at once, want at most %d", h.MaxGPUsInUse, *exp.MaxGPUsInUse)
 	}
 	for _, m := range exp.MinReady {
 		if got := h.MinReady[m.Workload]; got < m.Count {
-			fail("workload %s had %d Ready pods at one point since the previous checkpoint, want at least %d", m.Workload, got, m.Count)
+			f.add("workload %s had %d Ready pods at one point since the previous checkpoint, want at least %d", m.Workload, got, m.Count)
 		}
 	}
-	return out
 }
 
 func waitingCode(w *Waiting) string {

@@ -52,121 +52,19 @@ func Parse(data []byte) (*Scenario, error) {
 	return &sc, nil
 }
 
-// Validate checks the scenario.
+// Validate checks the scenario; each error names its field.
 func (sc *Scenario) Validate() error {
-	var errs []error
-	bad := func(field, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...)))
-	}
-	if sc.Name == "" {
-		bad("name", "Required value")
-	}
-	if sc.Start.IsZero() {
-		bad("start", "Required value: an RFC 3339 time such as 2026-10-19T00:00:00+07:00")
-	}
-	if len(sc.Nodes) == 0 {
-		bad("nodes", "Required value: at least one node")
-	}
-	nodes := map[string]bool{}
-	for i, n := range sc.Nodes {
-		f := fmt.Sprintf("nodes[%d]", i)
-		if n.Name == "" {
-			bad(f+".name", "Required value")
-		} else if nodes[n.Name] {
-			bad(f+".name", "Duplicate value: %q", n.Name)
-		}
-		nodes[n.Name] = true
-		if _, err := gpu.ParseProfile(n.Profile); err != nil {
-			bad(f+".profile", "Invalid value: %v", err)
-		}
-	}
+	var errs problems
+	errs.checkRequired(sc)
+	nodes := errs.checkNodes(sc.Nodes)
 	for _, plugin := range slices.Sorted(maps.Keys(sc.SchedulerPluginArgs)) {
 		if _, ok := sc.SchedulerPluginArgs[plugin].(map[string]any); !ok {
-			bad("schedulerPluginArgs."+plugin, "Invalid value: want the plugin's args as an object")
+			errs.add("schedulerPluginArgs."+plugin, "Invalid value: want the plugin's args as an object")
 		}
 	}
 	checkpoints := map[string]bool{}
 	for i, ev := range sc.Events {
-		f := fmt.Sprintf("events[%d]", i)
-		actions := 0
-		for _, set := range []bool{len(ev.Apply) > 0, ev.ApplyFile != "", len(ev.Delete) > 0, ev.Fault != nil, ev.Recover != nil, ev.Checkpoint != nil} {
-			if set {
-				actions++
-			}
-		}
-		if actions != 1 {
-			bad(f, "Invalid value: exactly one of apply, applyFile, delete, fault, recover, checkpoint must be set (found %d)", actions)
-		}
-		for j, obj := range ev.Apply {
-			g := fmt.Sprintf("%s.apply[%d]", f, j)
-			if obj.GetAPIVersion() == "" || obj.GetKind() == "" {
-				bad(g, "Required value: apiVersion and kind")
-			}
-			if obj.GetName() == "" {
-				bad(g+".metadata.name", "Required value")
-			}
-		}
-		for j, d := range ev.Delete {
-			g := fmt.Sprintf("%s.delete[%d]", f, j)
-			if d.Kind == "" {
-				bad(g+".kind", "Required value")
-			}
-			if d.Name == "" {
-				bad(g+".name", "Required value")
-			}
-		}
-		checkGPU := func(g string, r GPURef) {
-			if !nodes[r.Node] {
-				bad(g+".node", "Invalid value: %q is not a node of this scenario", r.Node)
-			}
-			if r.GPU < 0 || r.GPU > 15 {
-				bad(g+".gpu", "Invalid value: %d: an index 0..15", r.GPU)
-			}
-		}
-		if ev.Fault != nil {
-			checkGPU(f+".fault", ev.Fault.GPURef)
-		}
-		if ev.Recover != nil {
-			checkGPU(f+".recover", *ev.Recover)
-		}
-		if cp := ev.Checkpoint; cp != nil {
-			if cp.Name == "" {
-				bad(f+".checkpoint.name", "Required value")
-			} else if checkpoints[cp.Name] {
-				bad(f+".checkpoint.name", "Duplicate value: %q", cp.Name)
-			}
-			checkpoints[cp.Name] = true
-			for j, p := range cp.Expect.Pods {
-				g := fmt.Sprintf("%s.checkpoint.expect.pods[%d].name", f, j)
-				if !strings.Contains(p.Name, "/") {
-					bad(g, "Invalid value: %q: want namespace/name (a glob)", p.Name)
-				} else if _, err := path.Match(p.Name, ""); err != nil {
-					bad(g, "Invalid value: %q: %v", p.Name, err)
-				}
-				if p.WaitReason != "" && !slices.Contains(waits.AllReasons, waits.Reason(p.WaitReason)) {
-					bad(fmt.Sprintf("%s.checkpoint.expect.pods[%d].waitReason", f, j), "Unsupported value: %q: supported values: %v", p.WaitReason, waits.AllReasons)
-				}
-			}
-			for j, m := range cp.Expect.MinReady {
-				g := fmt.Sprintf("%s.checkpoint.expect.minReady[%d]", f, j)
-				if !strings.Contains(m.Workload, "/") {
-					bad(g+".workload", "Invalid value: %q: want namespace/name", m.Workload)
-				}
-				if m.Count < 1 {
-					bad(g+".count", "Invalid value: %d: at least 1", m.Count)
-				}
-			}
-			for j, t := range cp.Expect.Targets {
-				if !strings.Contains(t.Schedule, "/") {
-					bad(fmt.Sprintf("%s.checkpoint.expect.targets[%d].schedule", f, j), "Invalid value: %q: want namespace/name", t.Schedule)
-				}
-			}
-			for j, r := range cp.Expect.Reservations {
-				if !strings.Contains(r.Name, "/") {
-					bad(fmt.Sprintf("%s.checkpoint.expect.reservations[%d].name", f, j), "Invalid value: %q: want namespace/name", r.Name)
-				}
-			}
-		}
+		errs.checkEvent(fmt.Sprintf("events[%d]", i), ev, nodes, checkpoints)
 	}
 	if sc.End != nil && len(sc.Events) > 0 {
 		last := sc.Events[0].At
@@ -174,10 +72,150 @@ func (sc *Scenario) Validate() error {
 			last = max(last, ev.At)
 		}
 		if *sc.End < last {
-			bad("end", "Invalid value: %s is before the last event (%s)", sc.End, last)
+			errs.add("end", "Invalid value: %s is before the last event (%s)", sc.End, last)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// problems collects what Validate finds, in the order it checks.
+type problems []error
+
+// add records a problem with field, whose text starts with the kind of
+// problem (Required value, Invalid value, …) as Kubernetes validation does.
+func (p *problems) add(field, format string, args ...any) {
+	*p = append(*p, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...)))
+}
+
+// checkRequired checks the fields every scenario must set.
+func (p *problems) checkRequired(sc *Scenario) {
+	if sc.Name == "" {
+		p.add("name", "Required value")
+	}
+	if sc.Start.IsZero() {
+		p.add("start", "Required value: an RFC 3339 time such as 2026-10-19T00:00:00+07:00")
+	}
+	if len(sc.Nodes) == 0 {
+		p.add("nodes", "Required value: at least one node")
+	}
+}
+
+// checkNodes checks the nodes' names and profiles and returns the names
+// seen.
+func (p *problems) checkNodes(list []Node) map[string]bool {
+	nodes := map[string]bool{}
+	for i, n := range list {
+		f := fmt.Sprintf("nodes[%d]", i)
+		if n.Name == "" {
+			p.add(f+".name", "Required value")
+		} else if nodes[n.Name] {
+			p.add(f+".name", "Duplicate value: %q", n.Name)
+		}
+		nodes[n.Name] = true
+		if _, err := gpu.ParseProfile(n.Profile); err != nil {
+			p.add(f+".profile", "Invalid value: %v", err)
+		}
+	}
+	return nodes
+}
+
+// checkEvent checks the event at field f: one action, and that action's
+// fields. checkpoints are the checkpoint names seen so far; nodes the
+// scenario's node names.
+func (p *problems) checkEvent(f string, ev Event, nodes, checkpoints map[string]bool) {
+	actions := 0
+	for _, set := range []bool{len(ev.Apply) > 0, ev.ApplyFile != "", len(ev.Delete) > 0, ev.Fault != nil, ev.Recover != nil, ev.Checkpoint != nil} {
+		if set {
+			actions++
+		}
+	}
+	if actions != 1 {
+		p.add(f, "Invalid value: exactly one of apply, applyFile, delete, fault, recover, checkpoint must be set (found %d)", actions)
+	}
+	for j, obj := range ev.Apply {
+		g := fmt.Sprintf("%s.apply[%d]", f, j)
+		if obj.GetAPIVersion() == "" || obj.GetKind() == "" {
+			p.add(g, "Required value: apiVersion and kind")
+		}
+		if obj.GetName() == "" {
+			p.add(g+".metadata.name", "Required value")
+		}
+	}
+	for j, d := range ev.Delete {
+		g := fmt.Sprintf("%s.delete[%d]", f, j)
+		if d.Kind == "" {
+			p.add(g+".kind", "Required value")
+		}
+		if d.Name == "" {
+			p.add(g+".name", "Required value")
+		}
+	}
+	if ev.Fault != nil {
+		p.checkGPU(f+".fault", ev.Fault.GPURef, nodes)
+	}
+	if ev.Recover != nil {
+		p.checkGPU(f+".recover", *ev.Recover, nodes)
+	}
+	if cp := ev.Checkpoint; cp != nil {
+		p.checkCheckpoint(f+".checkpoint", cp, checkpoints)
+	}
+}
+
+// checkGPU checks that the GPU at field g is on a node of the scenario.
+func (p *problems) checkGPU(g string, r GPURef, nodes map[string]bool) {
+	if !nodes[r.Node] {
+		p.add(g+".node", "Invalid value: %q is not a node of this scenario", r.Node)
+	}
+	if r.GPU < 0 || r.GPU > 15 {
+		p.add(g+".gpu", "Invalid value: %d: an index 0..15", r.GPU)
+	}
+}
+
+// checkCheckpoint checks the checkpoint at field f: a unique name, then its
+// expectations.
+func (p *problems) checkCheckpoint(f string, cp *Checkpoint, checkpoints map[string]bool) {
+	if cp.Name == "" {
+		p.add(f+".name", "Required value")
+	} else if checkpoints[cp.Name] {
+		p.add(f+".name", "Duplicate value: %q", cp.Name)
+	}
+	checkpoints[cp.Name] = true
+	p.checkExpect(f+".expect", cp.Expect)
+}
+
+// checkExpect checks the expectations at field f: names are namespace/name
+// (pods: a glob), wait reasons are known, counts are positive.
+func (p *problems) checkExpect(f string, exp Expect) {
+	for j, pe := range exp.Pods {
+		g := fmt.Sprintf("%s.pods[%d].name", f, j)
+		if !strings.Contains(pe.Name, "/") {
+			p.add(g, "Invalid value: %q: want namespace/name (a glob)", pe.Name)
+		} else if _, err := path.Match(pe.Name, ""); err != nil {
+			p.add(g, "Invalid value: %q: %v", pe.Name, err)
+		}
+		if pe.WaitReason != "" && !slices.Contains(waits.AllReasons, waits.Reason(pe.WaitReason)) {
+			p.add(fmt.Sprintf("%s.pods[%d].waitReason", f, j), "Unsupported value: %q: supported values: %v", pe.WaitReason, waits.AllReasons)
+		}
+	}
+	for j, m := range exp.MinReady {
+		g := fmt.Sprintf("%s.minReady[%d]", f, j)
+		if !strings.Contains(m.Workload, "/") {
+			p.add(g+".workload", "Invalid value: %q: want namespace/name", m.Workload)
+		}
+		if m.Count < 1 {
+			p.add(g+".count", "Invalid value: %d: at least 1", m.Count)
+		}
+	}
+	for j, t := range exp.Targets {
+		if !strings.Contains(t.Schedule, "/") {
+			p.add(fmt.Sprintf("%s.targets[%d].schedule", f, j), "Invalid value: %q: want namespace/name", t.Schedule)
+		}
+	}
+	for j, r := range exp.Reservations {
+		if !strings.Contains(r.Name, "/") {
+			p.add(fmt.Sprintf("%s.reservations[%d].name", f, j), "Invalid value: %q: want namespace/name", r.Name)
+		}
+	}
 }
 
 // EndOffset is when the run stops.

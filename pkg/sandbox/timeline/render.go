@@ -51,26 +51,56 @@ func colour(workload string) string {
 	return palette[h.Sum32()%uint32(len(palette))]
 }
 
-// Render writes the page as one self-contained HTML document.
+// Render writes the page as one self-contained HTML document: heading,
+// legend, the SVG timeline, then the transitions and waiting pods as tables.
 func Render(w io.Writer, p Page) error {
-	loc := p.Start.Location()
+	d := newDrawing(p)
+	d.head()
+	d.legend()
+	d.svg()
+	d.transitionTable()
+	d.waitingTable()
+	d.b.WriteString("</body></html>\n")
+	_, err := io.WriteString(w, d.b.String())
+	return err
+}
+
+// drawing is a page being written, with the time scale of its plot.
+type drawing struct {
+	p    Page
+	loc  *time.Location
+	span time.Duration
+	b    strings.Builder
+}
+
+func newDrawing(p Page) *drawing {
 	span := p.End.Sub(p.Start)
 	if span <= 0 {
 		span = time.Second
 	}
-	x := func(t time.Time) float64 {
-		if t.Before(p.Start) {
-			t = p.Start
-		}
-		if t.After(p.End) {
-			t = p.End
-		}
-		return labelW + float64(t.Sub(p.Start))/float64(span)*plotW
+	return &drawing{p: p, loc: p.Start.Location(), span: span}
+}
+
+// x is the horizontal position of t, clamped to the plotted span.
+func (d *drawing) x(t time.Time) float64 {
+	if t.Before(d.p.Start) {
+		t = d.p.Start
 	}
-	esc := html.EscapeString
-	height := topH + len(p.Rows)*rowH + 42
-	var b strings.Builder
-	fmt.Fprintf(&b, `<!DOCTYPE html>
+	if t.After(d.p.End) {
+		t = d.p.End
+	}
+	return labelW + float64(t.Sub(d.p.Start))/float64(d.span)*plotW
+}
+
+// at formats t in the page's zone.
+func (d *drawing) at(t time.Time, layout string) string { return esc(t.In(d.loc).Format(layout)) }
+
+func esc(s string) string { return html.EscapeString(s) }
+
+// head writes the document head, its style, the title and the time span.
+func (d *drawing) head() {
+	p := d.p
+	fmt.Fprintf(&d.b, `<!DOCTYPE html>
 <html><head><meta charset="utf-8"><title>%s</title>
 <style>
 body{font-family:sans-serif;margin:16px;color:#222}
@@ -82,11 +112,13 @@ svg text{font-size:11px}
 </style></head><body>
 <h1>%s</h1>
 <p>%s → %s (simulated time, %s)</p>
-`, esc(p.Title), esc(p.Title), esc(p.Start.In(loc).Format("Mon 2006-01-02 15:04")), esc(p.End.In(loc).Format("Mon 2006-01-02 15:04")), esc(zoneName(p.Start)))
+`, esc(p.Title), esc(p.Title), d.at(p.Start, "Mon 2006-01-02 15:04"), d.at(p.End, "Mon 2006-01-02 15:04"), esc(zoneName(p.Start)))
+}
 
-	// Legend.
+// legend writes one colour swatch per workload, in name order.
+func (d *drawing) legend() {
 	workloads := map[string]bool{}
-	for _, r := range p.Rows {
+	for _, r := range d.p.Rows {
 		for _, s := range r.Segments {
 			workloads[s.Workload] = true
 		}
@@ -96,86 +128,112 @@ svg text{font-size:11px}
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	b.WriteString(`<div class="legend">`)
+	d.b.WriteString(`<div class="legend">`)
 	for _, n := range names {
-		fmt.Fprintf(&b, `<span><i style="background:%s"></i>%s</span>`, colour(n), esc(n))
+		fmt.Fprintf(&d.b, `<span><i style="background:%s"></i>%s</span>`, colour(n), esc(n))
 	}
-	b.WriteString("</div>\n")
+	d.b.WriteString("</div>\n")
+}
 
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" id="timeline">`+"\n", labelW+plotW+20, height)
-	// Windows as bands on top, one line per window.
+// svg writes the timeline: windows on top, the time axis, one row per GPU,
+// then transitions and checkpoints across the rows.
+func (d *drawing) svg() {
+	height := topH + len(d.p.Rows)*rowH + 42
+	fmt.Fprintf(&d.b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" id="timeline">`+"\n", labelW+plotW+20, height)
+	d.windows()
+	d.axis()
+	for i, r := range d.p.Rows {
+		d.row(topH+i*rowH, r)
+	}
+	d.marks()
+	d.b.WriteString("</svg>\n")
+}
+
+// windows draws the schedule windows as bands, one line per window label.
+func (d *drawing) windows() {
 	line := map[string]int{}
-	for _, wdw := range p.Windows {
+	for _, wdw := range d.p.Windows {
 		i, seen := line[wdw.Label]
 		if !seen {
 			i = len(line)
 			line[wdw.Label] = i
 		}
 		y := 4 + (i%3)*14
-		fmt.Fprintf(&b, `<rect class="window" x="%.1f" y="%d" width="%.1f" height="12" fill="#dde7f3" stroke="#8aa"><title>%s %s – %s</title></rect>`+"\n",
-			x(wdw.From), y, max(x(wdw.To)-x(wdw.From), 1), esc(wdw.Label), esc(wdw.From.In(loc).Format("Mon 15:04")), esc(wdw.To.In(loc).Format("Mon 15:04")))
+		fmt.Fprintf(&d.b, `<rect class="window" x="%.1f" y="%d" width="%.1f" height="12" fill="#dde7f3" stroke="#8aa"><title>%s %s – %s</title></rect>`+"\n",
+			d.x(wdw.From), y, max(d.x(wdw.To)-d.x(wdw.From), 1), esc(wdw.Label), d.at(wdw.From, "Mon 15:04"), d.at(wdw.To, "Mon 15:04"))
 		if !seen {
-			fmt.Fprintf(&b, `<text x="%d" y="%d" fill="#345">%s</text>`+"\n", 4, y+10, esc(wdw.Label))
+			fmt.Fprintf(&d.b, `<text x="%d" y="%d" fill="#345">%s</text>`+"\n", 4, y+10, esc(wdw.Label))
 		}
 	}
-	// Time axis.
-	step := tickStep(span)
-	for t := firstTick(p.Start, step, loc); !t.After(p.End); t = t.Add(step) {
-		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%d" y2="%d" stroke="#eee"/>`, x(t), x(t), topH-8, topH+len(p.Rows)*rowH)
-		fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle" fill="#555">%s</text>`+"\n", x(t), topH-12, esc(tickLabel(t.In(loc), step)))
-	}
-	// GPU rows.
-	for i, r := range p.Rows {
-		y := topH + i*rowH
-		label := fmt.Sprintf("%s/%s %s", r.GPU.Node, r.GPU.Name, r.GPU.Model)
-		fmt.Fprintf(&b, `<text x="4" y="%d">%s</text>`, y+14, esc(label))
-		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%d" height="%d" fill="#f7f7f7"/>`, labelW, y+2, plotW, rowH-4)
-		for _, s := range r.Segments {
-			fmt.Fprintf(&b, `<rect class="hold" data-workload="%s" x="%.1f" y="%d" width="%.1f" height="%d" fill="%s"><title>%s (%s) %s – %s</title></rect>`,
-				esc(s.Workload), x(s.From), y+2, max(x(s.To)-x(s.From), 1), rowH-4, colour(s.Workload),
-				esc(s.Workload), esc(s.Pod), esc(s.From.In(loc).Format("Mon 15:04")), esc(s.To.In(loc).Format("Mon 15:04")))
-		}
-		if len(r.GPU.Taints) > 0 {
-			fmt.Fprintf(&b, `<text x="%d" y="%d" fill="#c00">⚠ %s</text>`, labelW+plotW-200, y+14, esc(strings.Join(r.GPU.Taints, ",")))
-		}
-		b.WriteString("\n")
-	}
-	bottom := topH + len(p.Rows)*rowH
-	// Transitions and checkpoints.
-	for _, t := range p.Transitions {
-		fmt.Fprintf(&b, `<line class="transition" x1="%.1f" x2="%.1f" y1="%d" y2="%d" stroke="#d00" stroke-width="1.5" stroke-dasharray="4,2"><title>transition %s %s</title></line>`+"\n",
-			x(t.At), x(t.At), topH-6, bottom, esc(t.Schedule), esc(t.At.In(loc).Format("Mon 15:04")))
-	}
-	for i, m := range p.Checkpoints {
-		fmt.Fprintf(&b, `<line class="checkpoint" x1="%.1f" x2="%.1f" y1="%d" y2="%d" stroke="#080" stroke-width="1"/><text x="%.1f" y="%d" fill="#080">%s</text>`+"\n",
-			x(m.At), x(m.At), topH, bottom+6+(i%2)*12, x(m.At)+2, bottom+18+(i%2)*12, esc(m.Label))
-	}
-	b.WriteString("</svg>\n")
+}
 
-	if len(p.Transitions) > 0 {
-		b.WriteString("<h2>Transitions</h2><table><tr><th>at</th><th>schedule</th><th>steps</th></tr>\n")
-		for _, t := range p.Transitions {
-			var steps []string
-			for _, s := range t.Steps {
-				steps = append(steps, s.Action+" "+s.Target+" ("+s.Phase+")")
-			}
-			fmt.Fprintf(&b, "<tr><td>%s</td><td>%s</td><td>%s</td></tr>\n", esc(t.At.In(loc).Format("Mon 2006-01-02 15:04")), esc(t.Schedule), esc(strings.Join(steps, " → ")))
-		}
-		b.WriteString("</table>\n")
+// axis draws the time ticks and their labels.
+func (d *drawing) axis() {
+	step := tickStep(d.span)
+	for t := firstTick(d.p.Start, step, d.loc); !t.After(d.p.End); t = t.Add(step) {
+		fmt.Fprintf(&d.b, `<line x1="%.1f" x2="%.1f" y1="%d" y2="%d" stroke="#eee"/>`, d.x(t), d.x(t), topH-8, topH+len(d.p.Rows)*rowH)
+		fmt.Fprintf(&d.b, `<text x="%.1f" y="%d" text-anchor="middle" fill="#555">%s</text>`+"\n", d.x(t), topH-12, esc(tickLabel(t.In(d.loc), step)))
 	}
-	b.WriteString("<h2>Waiting pods (last checkpoint)</h2>\n")
-	if len(p.Waiting) == 0 {
-		b.WriteString("<p>none</p>\n")
-	} else {
-		b.WriteString("<table><tr><th>pod</th><th>reason</th><th>message</th></tr>\n")
-		for _, pod := range p.Waiting {
-			fmt.Fprintf(&b, "<tr><td>%s</td><td>%s</td><td>%s</td></tr>\n", esc(pod.Name), esc(pod.Waiting.Reason), esc(pod.Waiting.Message))
-		}
-		b.WriteString("</table>\n")
+}
+
+// row draws one GPU at height y: its label, the pods holding it over time
+// and its taints.
+func (d *drawing) row(y int, r Row) {
+	label := fmt.Sprintf("%s/%s %s", r.GPU.Node, r.GPU.Name, r.GPU.Model)
+	fmt.Fprintf(&d.b, `<text x="4" y="%d">%s</text>`, y+14, esc(label))
+	fmt.Fprintf(&d.b, `<rect x="%d" y="%d" width="%d" height="%d" fill="#f7f7f7"/>`, labelW, y+2, plotW, rowH-4)
+	for _, s := range r.Segments {
+		fmt.Fprintf(&d.b, `<rect class="hold" data-workload="%s" x="%.1f" y="%d" width="%.1f" height="%d" fill="%s"><title>%s (%s) %s – %s</title></rect>`,
+			esc(s.Workload), d.x(s.From), y+2, max(d.x(s.To)-d.x(s.From), 1), rowH-4, colour(s.Workload),
+			esc(s.Workload), esc(s.Pod), d.at(s.From, "Mon 15:04"), d.at(s.To, "Mon 15:04"))
 	}
-	b.WriteString("</body></html>\n")
-	_, err := io.WriteString(w, b.String())
-	return err
+	if len(r.GPU.Taints) > 0 {
+		fmt.Fprintf(&d.b, `<text x="%d" y="%d" fill="#c00">⚠ %s</text>`, labelW+plotW-200, y+14, esc(strings.Join(r.GPU.Taints, ",")))
+	}
+	d.b.WriteString("\n")
+}
+
+// marks draws the transitions and the checkpoints as vertical lines.
+func (d *drawing) marks() {
+	bottom := topH + len(d.p.Rows)*rowH
+	for _, t := range d.p.Transitions {
+		fmt.Fprintf(&d.b, `<line class="transition" x1="%.1f" x2="%.1f" y1="%d" y2="%d" stroke="#d00" stroke-width="1.5" stroke-dasharray="4,2"><title>transition %s %s</title></line>`+"\n",
+			d.x(t.At), d.x(t.At), topH-6, bottom, esc(t.Schedule), d.at(t.At, "Mon 15:04"))
+	}
+	for i, m := range d.p.Checkpoints {
+		fmt.Fprintf(&d.b, `<line class="checkpoint" x1="%.1f" x2="%.1f" y1="%d" y2="%d" stroke="#080" stroke-width="1"/><text x="%.1f" y="%d" fill="#080">%s</text>`+"\n",
+			d.x(m.At), d.x(m.At), topH, bottom+6+(i%2)*12, d.x(m.At)+2, bottom+18+(i%2)*12, esc(m.Label))
+	}
+}
+
+// transitionTable lists the transitions and their steps, if any.
+func (d *drawing) transitionTable() {
+	if len(d.p.Transitions) == 0 {
+		return
+	}
+	d.b.WriteString("<h2>Transitions</h2><table><tr><th>at</th><th>schedule</th><th>steps</th></tr>\n")
+	for _, t := range d.p.Transitions {
+		var steps []string
+		for _, s := range t.Steps {
+			steps = append(steps, s.Action+" "+s.Target+" ("+s.Phase+")")
+		}
+		fmt.Fprintf(&d.b, "<tr><td>%s</td><td>%s</td><td>%s</td></tr>\n", d.at(t.At, "Mon 2006-01-02 15:04"), esc(t.Schedule), esc(strings.Join(steps, " → ")))
+	}
+	d.b.WriteString("</table>\n")
+}
+
+// waitingTable lists the pods waiting at the last checkpoint, or says none.
+func (d *drawing) waitingTable() {
+	d.b.WriteString("<h2>Waiting pods (last checkpoint)</h2>\n")
+	if len(d.p.Waiting) == 0 {
+		d.b.WriteString("<p>none</p>\n")
+		return
+	}
+	d.b.WriteString("<table><tr><th>pod</th><th>reason</th><th>message</th></tr>\n")
+	for _, pod := range d.p.Waiting {
+		fmt.Fprintf(&d.b, "<tr><td>%s</td><td>%s</td><td>%s</td></tr>\n", esc(pod.Name), esc(pod.Waiting.Reason), esc(pod.Waiting.Message))
+	}
+	d.b.WriteString("</table>\n")
 }
 
 // zoneName is the zone's name, or its UTC offset for a fixed offset.

@@ -9,6 +9,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/informers"
 	"k8s.io/component-base/metrics"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
@@ -41,15 +43,20 @@ func startReservationController(t *testing.T, cp *framework.ControlPlane) {
 		cancel()
 		t.Fatal(err)
 	}
+	factory := informers.NewSharedInformerFactory(cp.Client, 0)
+	dynFactory := dynamicinformer.NewDynamicSharedInformerFactory(cp.Dynamic, 0)
 	ctrl, err := reservationcontroller.New(reservationcontroller.Options{
 		Client: cp.Client, Dynamic: cp.Dynamic, Clock: clock.RealClock{}, Registry: metrics.NewKubeRegistry(),
-		Recorder: recorder,
+		Recorder:  recorder,
+		Informers: reservationcontroller.NewInformers(factory, dynFactory),
 	})
 	if err != nil {
 		cancel()
 		stopEvents()
 		t.Fatalf("create reservation controller: %v", err)
 	}
+	factory.Start(ctx.Done())
+	dynFactory.Start(ctx.Done())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -58,6 +65,8 @@ func startReservationController(t *testing.T, cp *framework.ControlPlane) {
 	t.Cleanup(func() {
 		cancel()
 		<-done
+		factory.Shutdown()
+		dynFactory.Shutdown()
 		stopEvents()
 	})
 }

@@ -35,64 +35,100 @@ func main() {
 }
 
 func run(in io.Reader, out io.Writer) error {
+	samples, err := parse(in)
+	if err != nil {
+		return err
+	}
+	writeTable(out, samples)
+	return nil
+}
+
+// parse reads the benchmark output into results by workload
+// ("family/workload") and profile.
+func parse(in io.Reader) (map[string]map[string]*result, error) {
+	p := &parser{samples: map[string]map[string]*result{}, pending: map[int]int{}}
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		if err := p.line(sc.Text()); err != nil {
+			return nil, err
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	return p.samples, nil
+}
+
+// parser is the state of parse between lines.
+type parser struct {
 	// workload -> profile -> result
-	samples := map[string]map[string]*result{}
+	samples map[string]map[string]*result
 	// Tier lines come while a run is in progress; the run's throughput line
 	// follows them, so the lines seen since the previous throughput line
 	// belong to the run that reports next. (With -benchtime 1x, go test
 	// prints a benchmark's name after its first run and before later ones.)
-	pending := map[int]int{}
-	sc := bufio.NewScanner(in)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	pending map[int]int
 	// go test prints a benchmark's name when it starts and its metrics when
 	// it ends; with the scheduler's log in between, the metrics may come on
 	// a line of their own. Attribute them to the last name seen.
-	var current string
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) == 2 && fields[0] == tierLine {
-			tier, _, _ := strings.Cut(fields[1], "/")
-			n, err := strconv.Atoi(tier)
-			if err != nil {
-				return fmt.Errorf("bad tier line %q: %w", sc.Text(), err)
-			}
-			pending[n]++
+	current string
+}
+
+// line takes in one line of output: a tier line, a benchmark's name, its
+// throughput, or none of these.
+func (p *parser) line(text string) error {
+	fields := strings.Fields(text)
+	if len(fields) == 2 && fields[0] == tierLine {
+		tier, _, _ := strings.Cut(fields[1], "/")
+		n, err := strconv.Atoi(tier)
+		if err != nil {
+			return fmt.Errorf("bad tier line %q: %w", text, err)
+		}
+		p.pending[n]++
+		return nil
+	}
+	if len(fields) > 0 && strings.HasPrefix(fields[0], "BenchmarkPerfScheduling/") {
+		p.current = fields[0]
+	}
+	for i := 1; i < len(fields); i++ {
+		if fields[i] != metric || p.current == "" {
 			continue
 		}
-		if len(fields) > 0 && strings.HasPrefix(fields[0], "BenchmarkPerfScheduling/") {
-			current = fields[0]
+		v, err := strconv.ParseFloat(fields[i-1], 64)
+		if err != nil {
+			return fmt.Errorf("%s: %w", p.current, err)
 		}
-		for i := 1; i < len(fields); i++ {
-			if fields[i] != metric || current == "" {
-				continue
-			}
-			v, err := strconv.ParseFloat(fields[i-1], 64)
-			if err != nil {
-				return fmt.Errorf("%s: %w", current, err)
-			}
-			family, profile, workload, ok := parseName(current)
-			if !ok {
-				continue
-			}
-			key := family + "/" + workload
-			if samples[key] == nil {
-				samples[key] = map[string]*result{}
-			}
-			r := samples[key][profile]
-			if r == nil {
-				r = &result{tiers: map[int]int{}}
-				samples[key][profile] = r
-			}
-			r.throughput = append(r.throughput, v)
-			for t, n := range pending {
-				r.tiers[t] += n
-			}
-			clear(pending)
-		}
+		p.record(v)
 	}
-	if err := sc.Err(); err != nil {
-		return err
+	return nil
+}
+
+// record adds a throughput of the current benchmark, with the tier lines
+// pending, to its workload and profile.
+func (p *parser) record(v float64) {
+	family, profile, workload, ok := parseName(p.current)
+	if !ok {
+		return
 	}
+	key := family + "/" + workload
+	if p.samples[key] == nil {
+		p.samples[key] = map[string]*result{}
+	}
+	r := p.samples[key][profile]
+	if r == nil {
+		r = &result{tiers: map[int]int{}}
+		p.samples[key][profile] = r
+	}
+	r.throughput = append(r.throughput, v)
+	for t, n := range p.pending {
+		r.tiers[t] += n
+	}
+	clear(p.pending)
+}
+
+// writeTable prints one row per workload, in name order.
+func writeTable(out io.Writer, samples map[string]map[string]*result) {
 	keys := make([]string, 0, len(samples))
 	for k := range samples {
 		keys = append(keys, k)
@@ -118,7 +154,6 @@ func run(in io.Reader, out io.Writer) error {
 			fmt.Sprintf("%d/%d", len(stock.throughput), len(rota.throughput)),
 			median(stock.throughput), median(rota.throughput), ratio, tierShares(stock.tiers), tierShares(rota.tiers))
 	}
-	return nil
 }
 
 // tierShares formats pods per tier as "t1 100%", "t1 62% t2 38%"; tier 0
