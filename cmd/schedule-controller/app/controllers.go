@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/component-base/metrics"
@@ -14,15 +16,19 @@ import (
 	schedulecontroller "github.com/rota-dev/rota/pkg/schedule/controller"
 )
 
-// deps is what every controller started by `run` may use.
+// deps is what every controller started by `run` may use. The binary owns
+// the informer factories: controllers take their informers from them in
+// their constructors, and `run` starts them once this replica leads.
 type deps struct {
-	Client    kubernetes.Interface
-	Dynamic   dynamic.Interface
-	Clock     clock.WithTicker
-	Recorder  record.EventRecorder
-	Registry  metrics.KubeRegistry
-	Namespace string // the controller's own namespace
-	Settings  settings
+	Client     kubernetes.Interface
+	Dynamic    dynamic.Interface
+	Factory    informers.SharedInformerFactory
+	DynFactory dynamicinformer.DynamicSharedInformerFactory
+	Clock      clock.WithTicker
+	Recorder   record.EventRecorder
+	Registry   metrics.KubeRegistry
+	Namespace  string // the controller's own namespace
+	Settings   settings
 }
 
 // settings are the `run` flags that tune controllers.
@@ -58,6 +64,7 @@ func controllers() []controllerEntry {
 func newDeployScheduleController(d deps) (runnable, error) {
 	return schedulecontroller.New(schedulecontroller.Options{
 		Client: d.Client, Dynamic: d.Dynamic, Clock: d.Clock, Recorder: d.Recorder,
+		DynFactory:    d.DynFactory,
 		GateNamespace: d.Namespace, GateName: d.Settings.GateName,
 		PassPeriod: d.Settings.PassPeriod, ProgressPeriod: d.Settings.ProgressPeriod,
 		Registry: d.Registry,
@@ -67,5 +74,6 @@ func newDeployScheduleController(d deps) (runnable, error) {
 func newGPUReservationController(d deps) (runnable, error) {
 	return reservationcontroller.New(reservationcontroller.Options{
 		Client: d.Client, Dynamic: d.Dynamic, Clock: d.Clock, Recorder: d.Recorder, Registry: d.Registry,
+		Factory: d.Factory, DynFactory: d.DynFactory,
 	})
 }

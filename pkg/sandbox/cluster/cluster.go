@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sync"
 
+	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/controller/deployment"
@@ -217,9 +218,14 @@ func (c *Cluster) startRotaControllers(ctx context.Context) (func(), error) {
 		stopEvents()
 		return nil, err
 	}
+	// The sandbox owns the controllers' informer factories, as the binary
+	// does: the constructors take their informers, the factories start after.
+	factory := informers.NewSharedInformerFactory(c.Client, 0)
+	dynFactory := dynamicinformer.NewDynamicSharedInformerFactory(c.Dynamic, 0)
 	schedules, err := schedulecontroller.New(schedulecontroller.Options{
 		Client: c.Client, Dynamic: c.Dynamic, Clock: c.opts.Clock,
 		Recorder:       recorder,
+		DynFactory:     dynFactory,
 		GateNamespace:  GateNamespace,
 		PassPeriod:     c.opts.PassPeriod,
 		ProgressPeriod: c.opts.ProgressPeriod,
@@ -229,16 +235,21 @@ func (c *Cluster) startRotaControllers(ctx context.Context) (func(), error) {
 	}
 	reservations, err := reservationcontroller.New(reservationcontroller.Options{
 		Client: c.Client, Dynamic: c.Dynamic, Clock: c.opts.Clock, Recorder: recorder,
+		Factory: factory, DynFactory: dynFactory,
 	})
 	if err != nil {
 		return fail(err)
 	}
+	factory.Start(ctx.Done())
+	dynFactory.Start(ctx.Done())
 	var wg sync.WaitGroup
 	wg.Go(func() { schedules.Run(ctx, 2) })
 	wg.Go(func() { reservations.Run(ctx, 2) })
 	return func() {
 		cancel()
 		wg.Wait()
+		factory.Shutdown()
+		dynFactory.Shutdown()
 		stopEvents()
 	}, nil
 }
