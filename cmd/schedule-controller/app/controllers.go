@@ -16,15 +16,19 @@ import (
 	schedulecontroller "github.com/rota-dev/rota/pkg/schedule/controller"
 )
 
-// deps is what every controller started by `run` may use.
+// deps is what every controller started by `run` may use. The binary owns
+// the informer factories: controllers take their informers from them in
+// their constructors, and `run` starts them once this replica leads.
 type deps struct {
-	Client    kubernetes.Interface
-	Dynamic   dynamic.Interface
-	Clock     clock.WithTicker
-	Recorder  record.EventRecorder
-	Registry  metrics.KubeRegistry
-	Namespace string // the controller's own namespace
-	Settings  settings
+	Client     kubernetes.Interface
+	Dynamic    dynamic.Interface
+	Factory    informers.SharedInformerFactory
+	DynFactory dynamicinformer.DynamicSharedInformerFactory
+	Clock      clock.WithTicker
+	Recorder   record.EventRecorder
+	Registry   metrics.KubeRegistry
+	Namespace  string // the controller's own namespace
+	Settings   settings
 }
 
 // settings are the `run` flags that tune controllers.
@@ -60,6 +64,7 @@ func controllers() []controllerEntry {
 func newDeployScheduleController(d deps) (runnable, error) {
 	return schedulecontroller.New(schedulecontroller.Options{
 		Client: d.Client, Dynamic: d.Dynamic, Clock: d.Clock, Recorder: d.Recorder,
+		DynFactory:    d.DynFactory,
 		GateNamespace: d.Namespace, GateName: d.Settings.GateName,
 		PassPeriod: d.Settings.PassPeriod, ProgressPeriod: d.Settings.ProgressPeriod,
 		Registry: d.Registry,
@@ -67,39 +72,8 @@ func newDeployScheduleController(d deps) (runnable, error) {
 }
 
 func newGPUReservationController(d deps) (runnable, error) {
-	factory := informers.NewSharedInformerFactory(d.Client, 0)
-	dynFactory := dynamicinformer.NewDynamicSharedInformerFactory(d.Dynamic, 0)
-	c, err := reservationcontroller.New(reservationcontroller.Options{
+	return reservationcontroller.New(reservationcontroller.Options{
 		Client: d.Client, Dynamic: d.Dynamic, Clock: d.Clock, Recorder: d.Recorder, Registry: d.Registry,
-		Informers: reservationcontroller.NewInformers(factory, dynFactory),
+		Informers: reservationcontroller.NewInformers(d.Factory, d.DynFactory),
 	})
-	if err != nil {
-		return nil, err
-	}
-	return withInformers{controller: c, factories: []informerFactory{factory, dynFactory}}, nil
-}
-
-// informerFactory is a shared informer factory, typed or dynamic.
-type informerFactory interface {
-	Start(stopCh <-chan struct{})
-	Shutdown()
-}
-
-// withInformers runs a controller together with the informer factories the
-// binary built for it: they start when this replica starts leading, after
-// every informer was asked of them, and stop once the controller's workers
-// have returned.
-type withInformers struct {
-	controller runnable
-	factories  []informerFactory
-}
-
-// Run starts the factories, runs the controller until ctx ends and shuts
-// the factories down once the controller has returned.
-func (w withInformers) Run(ctx context.Context, workers int) {
-	for _, f := range w.factories {
-		f.Start(ctx.Done())
-		defer f.Shutdown()
-	}
-	w.controller.Run(ctx, workers)
 }

@@ -15,6 +15,8 @@ import (
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/leaderelection"
@@ -103,9 +105,11 @@ func (o *runOptions) run(ctx context.Context) error {
 	}
 	defer stopEvents()
 	registry := metrics.NewKubeRegistry()
+	factory := informers.NewSharedInformerFactory(client, 0)
+	dynFactory := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
 	d := deps{
-		Client: client, Dynamic: dyn, Clock: clock.RealClock{},
-		Recorder: recorder,
+		Client: client, Dynamic: dyn, Factory: factory, DynFactory: dynFactory,
+		Clock: clock.RealClock{}, Recorder: recorder,
 		Registry: registry, Namespace: o.namespace, Settings: o.settings,
 	}
 	var runs []runnable
@@ -123,7 +127,14 @@ func (o *runOptions) run(ctx context.Context) error {
 		}
 		defer stop()
 	}
+	// The informers the controllers asked for in their constructors start
+	// with the work, once this replica leads, and stop after every worker
+	// has returned.
 	start := func(ctx context.Context) {
+		factory.Start(ctx.Done())
+		dynFactory.Start(ctx.Done())
+		defer dynFactory.Shutdown()
+		defer factory.Shutdown()
 		var wg sync.WaitGroup
 		for _, r := range runs {
 			wg.Go(func() { r.Run(ctx, o.settings.Workers) })

@@ -218,9 +218,14 @@ func (c *Cluster) startRotaControllers(ctx context.Context) (func(), error) {
 		stopEvents()
 		return nil, err
 	}
+	// The sandbox owns the controllers' informer factories, as the binary
+	// does: the constructors take their informers, the factories start after.
+	factory := informers.NewSharedInformerFactory(c.Client, 0)
+	dynFactory := dynamicinformer.NewDynamicSharedInformerFactory(c.Dynamic, 0)
 	schedules, err := schedulecontroller.New(schedulecontroller.Options{
 		Client: c.Client, Dynamic: c.Dynamic, Clock: c.opts.Clock,
 		Recorder:       recorder,
+		DynFactory:     dynFactory,
 		GateNamespace:  GateNamespace,
 		PassPeriod:     c.opts.PassPeriod,
 		ProgressPeriod: c.opts.ProgressPeriod,
@@ -228,8 +233,6 @@ func (c *Cluster) startRotaControllers(ctx context.Context) (func(), error) {
 	if err != nil {
 		return fail(err)
 	}
-	factory := informers.NewSharedInformerFactory(c.Client, 0)
-	dynFactory := dynamicinformer.NewDynamicSharedInformerFactory(c.Dynamic, 0)
 	reservations, err := reservationcontroller.New(reservationcontroller.Options{
 		Client: c.Client, Dynamic: c.Dynamic, Clock: c.opts.Clock, Recorder: recorder,
 		Informers: reservationcontroller.NewInformers(factory, dynFactory),

@@ -53,7 +53,7 @@ func TestCheck(t *testing.T) {
 				Targets:      []scenario.TargetExpect{{Schedule: "ml/s", Target: "llama", Phase: "Failed"}, {Schedule: "ml/t", Target: "x"}},
 				Reservations: []scenario.ReservationExpect{{Name: "ml/r", MaxBudgetUsedMiB: ptr.To[int64](1024)}, {Name: "ml/q"}},
 				Transitions:  ptr.To(2), MaxGPUsInUse: ptr.To(1),
-				MinReady:     []scenario.ReadyExpect{{Workload: "ml/llama", Count: 2}},
+				MinReady: []scenario.ReadyExpect{{Workload: "ml/llama", Count: 2}},
 			},
 			h: History{Transitions: 1, MaxGPUsInUse: 3, DoubleBooked: []string{"n1/gpu-0 is allocated to a/x and b/y"}},
 			want: []string{

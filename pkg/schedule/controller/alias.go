@@ -6,20 +6,27 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/kubernetes"
 
 	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
 	"github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
 )
 
-// aliasGuard refuses to stop a target that serves an alias (a Service selects
+// aliasGuard is the alias guard of docs/schedule.md ("Executing a
+// transition"), used by the preflight and by the release step.
+type aliasGuard struct {
+	client kubernetes.Interface
+}
+
+// check refuses to stop a target that serves an alias (a Service selects
 // its pods, or it carries rota.dev/alias=true) unless the intent consents to
 // downtime. If the check itself fails, the stop is refused too (fail closed).
 // A scale-down that keeps pods needs no consent.
-func (p *pass) aliasGuard(ctx context.Context, t *target, s *v1alpha1.TransitionStep) (reason, msg string) {
+func (g aliasGuard) check(ctx context.Context, t *target, s *v1alpha1.TransitionStep) (reason, msg string) {
 	if s.Action != actionStop || t.interval.AllowDowntime || t.wl == nil {
 		return "", ""
 	}
-	alias, err := p.servesAlias(ctx, t.wl)
+	alias, err := g.servesAlias(ctx, t.wl)
 	if err != nil {
 		return ReasonAliasBlocked, withFix(ReasonAliasBlocked, fmt.Sprintf(
 			"could not check whether %s %s serves an alias, so it keeps running: %v", t.wl.Kind, t.wl.Name, err))
@@ -32,11 +39,11 @@ func (p *pass) aliasGuard(ctx context.Context, t *target, s *v1alpha1.Transition
 }
 
 // servesAlias names what makes wl an alias target ("" if nothing).
-func (p *pass) servesAlias(ctx context.Context, wl *workload) (string, error) {
+func (g aliasGuard) servesAlias(ctx context.Context, wl *workload) (string, error) {
 	if wl.Annotations[gpuv1.AliasAnnotation] == "true" {
 		return "the alias annotation " + gpuv1.AliasAnnotation, nil
 	}
-	svcs, err := p.c.opts.Client.CoreV1().Services(wl.Namespace).List(ctx, metav1.ListOptions{})
+	svcs, err := g.client.CoreV1().Services(wl.Namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return "", fmt.Errorf("list Services: %w", err)
 	}

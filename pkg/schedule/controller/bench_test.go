@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"context"
 	"fmt"
 	"testing"
 
@@ -9,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 
@@ -45,10 +46,14 @@ func BenchmarkPass2000Schedules(b *testing.B) {
 	// The fake dynamic client's watch cannot replay 2,000 objects (its
 	// channel holds 100), so the informer lists through the fake and gets a
 	// silent watch.
-	lw := e.ctrl.schedules.listWatch()
-	lw.WatchFuncWithContext = func(context.Context, metav1.ListOptions) (watch.Interface, error) { return watch.NewFake(), nil }
-	e.ctrl.informer = newScheduleInformer(cache.ToListWatcherWithWatchListSemantics(lw, e.dyn))
-	go e.ctrl.informer.RunWithContext(ctx)
+	e.dyn.PrependWatchReactor(v1alpha1.DeploySchedulesResource.Resource, func(clienttesting.Action) (bool, watch.Interface, error) {
+		return true, watch.NewFake(), nil
+	})
+	factory := dynamicinformer.NewDynamicSharedInformerFactory(e.dyn, 0)
+	if err := e.ctrl.watch(factory); err != nil {
+		b.Fatal(err)
+	}
+	factory.Start(ctx.Done())
 	if !cache.WaitForCacheSync(ctx.Done(), e.ctrl.informer.HasSynced) {
 		b.Fatal("informer not synced")
 	}

@@ -6,9 +6,11 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
@@ -18,17 +20,17 @@ import (
 	"github.com/rota-dev/rota/pkg/schedule/preview"
 )
 
-// workloadIndex indexes schedules by the workloads they name, for ownership.
-const workloadIndex = "workload"
-
 // Controller reconciles DeploySchedules.
 type Controller struct {
 	opts      Options
 	schedules schedules
+	workloads workloadAccess
 	previewer *preview.Previewer
 	metrics   *controllerMetrics
-	informer  cache.SharedIndexInformer
-	queue     workqueue.TypedRateLimitingInterface[string]
+	// informer is the DeploySchedule informer of Options.DynFactory (nil
+	// without one).
+	informer cache.SharedIndexInformer
+	queue    workqueue.TypedRateLimitingInterface[string]
 
 	mu       sync.Mutex
 	compiled map[types.UID]compiledSchedule
@@ -39,7 +41,8 @@ type compiledSchedule struct {
 	schedule   *schedule.Schedule
 }
 
-// New returns a controller; Run starts it, Reconcile runs one pass.
+// New returns a controller; Run starts it, Reconcile runs one pass. It
+// returns an error when a required option is missing.
 func New(opts Options) (*Controller, error) {
 	if err := opts.defaultAndValidate(); err != nil {
 		return nil, err
@@ -47,46 +50,49 @@ func New(opts Options) (*Controller, error) {
 	c := &Controller{
 		opts:      opts,
 		schedules: schedules{dyn: opts.Dynamic},
+		workloads: clusterWorkloads{client: opts.Client, dynamic: opts.Dynamic},
 		previewer: preview.New(),
 		metrics:   newMetrics(opts.Registry),
 		compiled:  map[types.UID]compiledSchedule{},
 	}
-	// The list-watch follows the client: a real apiserver streams the initial
-	// list (WatchList), a fake client lists then watches.
-	c.informer = newScheduleInformer(cache.ToListWatcherWithWatchListSemantics(c.schedules.listWatch(), opts.Dynamic))
 	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(
 		workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, 5*time.Minute),
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: "deployschedule", Clock: opts.Clock})
-	if _, err := c.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueue,
-		UpdateFunc: func(_, obj any) { c.enqueue(obj) },
-		DeleteFunc: func(obj any) {
-			if ds, ok := obj.(*v1alpha1.DeploySchedule); ok {
-				c.forget(ds.UID)
-			}
-			c.enqueue(obj)
-		},
-	}); err != nil {
-		return nil, fmt.Errorf("add DeploySchedule handler: %w", err)
+	if opts.DynFactory != nil {
+		if err := c.watch(opts.DynFactory); err != nil {
+			return nil, err
+		}
 	}
 	return c, nil
 }
 
-// newScheduleInformer watches DeploySchedules, indexed by the workloads they name.
-func newScheduleInformer(lw cache.ListerWatcher) cache.SharedIndexInformer {
-	return cache.NewSharedIndexInformer(lw, &v1alpha1.DeploySchedule{}, 0, cache.Indexers{
-		workloadIndex: func(obj any) ([]string, error) {
-			ds, ok := obj.(*v1alpha1.DeploySchedule)
-			if !ok {
-				return nil, nil
+// watch takes the DeploySchedule informer from the caller's factory, indexes
+// it by the workloads schedules name (for ownership) and enqueues every
+// change. The informer's list-watch follows the client: a real apiserver
+// streams the initial list (WatchList), a fake client lists then watches.
+func (c *Controller) watch(factory dynamicinformer.DynamicSharedInformerFactory) error {
+	informer := factory.ForResource(v1alpha1.DeploySchedulesResource).Informer()
+	if err := informer.AddIndexers(cache.Indexers{workloadIndex: indexByWorkload}); err != nil {
+		return fmt.Errorf("index DeploySchedules: %w", err)
+	}
+	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueue,
+		UpdateFunc: func(_, obj any) { c.enqueue(obj) },
+		DeleteFunc: func(obj any) {
+			gone := obj
+			if tombstone, ok := gone.(cache.DeletedFinalStateUnknown); ok {
+				gone = tombstone.Obj
 			}
-			keys := make([]string, 0, len(ds.Spec.Targets))
-			for _, t := range ds.Spec.Targets {
-				keys = append(keys, workloadKey(ds.Namespace, t.WorkloadRef))
+			if m, err := meta.Accessor(gone); err == nil {
+				c.forget(m.GetUID())
 			}
-			return keys, nil
+			c.enqueue(obj)
 		},
-	})
+	}); err != nil {
+		return fmt.Errorf("add DeploySchedule handler: %w", err)
+	}
+	c.informer = informer
+	return nil
 }
 
 func (c *Controller) enqueue(obj any) {
@@ -98,14 +104,20 @@ func (c *Controller) enqueue(obj any) {
 	c.queue.Add(key)
 }
 
-// Run starts the informer and workers and blocks until ctx ends.
+// Run waits for the informer the caller started, runs workers until ctx
+// ends, and returns once every worker has finished the schedule it was
+// reconciling.
 func (c *Controller) Run(ctx context.Context, workers int) {
 	defer utilruntime.HandleCrash()
-	defer c.queue.ShutDown()
+	defer c.queue.ShutDown() // on every return; ShutDown is idempotent
 	logger := klog.FromContext(ctx)
+	if c.informer == nil {
+		logger.Error(nil, "DeploySchedule controller cannot run: Options.DynFactory was not set")
+		return
+	}
 	logger.Info("Starting DeploySchedule controller", "workers", workers)
-	go c.informer.RunWithContext(ctx)
-	if !cache.WaitForCacheSync(ctx.Done(), c.informer.HasSynced) {
+	defer logger.Info("Stopped DeploySchedule controller")
+	if !cache.WaitForNamedCacheSync("deployschedule", ctx.Done(), c.informer.HasSynced) {
 		return
 	}
 	var wg sync.WaitGroup
@@ -115,7 +127,6 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 	<-ctx.Done()
 	c.queue.ShutDown()
 	wg.Wait()
-	logger.Info("Stopped DeploySchedule controller")
 }
 
 func (c *Controller) worker(ctx context.Context) {

@@ -6,15 +6,23 @@
 //
 // In-process API (used by cmd/schedule-controller and by the sandbox):
 //
+//	dynFactory := dynamicinformer.NewDynamicSharedInformerFactory(dynamicClient, 0)
 //	c, err := controller.New(controller.Options{
-//		Client:   kubeClient,      // kubernetes.Interface
-//		Dynamic:  dynamicClient,   // dynamic.Interface (DeploySchedules, GPUReservations, LeaderWorkerSets)
-//		Clock:    clk,             // k8s.io/utils/clock.WithTicker; a fake clock drives virtual time
-//		Recorder: recorder,        // events on DeploySchedules
+//		Client:     kubeClient,    // kubernetes.Interface
+//		Dynamic:    dynamicClient, // dynamic.Interface (DeploySchedules, GPUReservations, LeaderWorkerSets)
+//		Clock:      clk,           // k8s.io/utils/clock.WithTicker; a fake clock drives virtual time
+//		Recorder:   recorder,      // events on DeploySchedules; the binary's one broadcaster (pkg/events)
+//		DynFactory: dynFactory,    // the caller's; New takes the DeploySchedule informer from it
 //		GateNamespace: "rota-system",
 //	})
-//	go c.Run(ctx, workers)         // informers + work queue until ctx ends
+//	dynFactory.Start(ctx.Done())   // the caller starts (and shuts down) its factories
+//	go c.Run(ctx, workers)         // work queue until ctx ends; returns once the workers have
 //	requeue, err := c.Reconcile(ctx, namespace, name) // one pass, for tests and benchmarks
+//
+// One pass is one call down the package, one file per step, in the order of
+// docs/schedule.md ("How the controller is laid out"): pass.go calls
+// gate.go, ownership.go, eligibility.go, plan.go, then (transition.go)
+// preflight.go, release.go, acquire.go and converge.go, then status.go.
 //
 // Crash safety: each step is written to status as Submitting with its
 // idempotency key (schedule UID / target / interval start / step) before the

@@ -60,10 +60,10 @@ var (
 // getLeaderWorkerSet reads a LeaderWorkerSet. When it is missing, discovery
 // tells a missing object (NotFound) from a cluster without the CRD
 // (Ineligible{KindNotInstalled}).
-func (c *Controller) getLeaderWorkerSet(ctx context.Context, namespace, name string) (*workload, error) {
-	u, err := c.opts.Dynamic.Resource(LeaderWorkerSetsResource).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
+func (c clusterWorkloads) getLeaderWorkerSet(ctx context.Context, namespace, name string) (*workload, error) {
+	u, err := c.dynamic.Resource(LeaderWorkerSetsResource).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		if _, derr := c.opts.Client.Discovery().ServerResourcesForGroupVersion(lwsGroupVersion); derr != nil {
+		if _, derr := c.client.Discovery().ServerResourcesForGroupVersion(lwsGroupVersion); derr != nil {
 			if apierrors.IsNotFound(derr) {
 				return nil, &errKind{IneligibleKindNotInstalled, fmt.Sprintf(
 					"LeaderWorkerSet %s is named but the %s API is not served by this cluster; install the LeaderWorkerSet CRD or use a Deployment/StatefulSet",
@@ -116,7 +116,7 @@ func fromLeaderWorkerSet(u *unstructured.Unstructured) (*workload, error) {
 // resourceVersion included, so a concurrent writer causes a conflict):
 // spec.replicas (groups), the annotations, and the claim templates of both
 // pod templates.
-func (c *Controller) updateLeaderWorkerSet(ctx context.Context, w *workload, ch change) error {
+func (c clusterWorkloads) updateLeaderWorkerSet(ctx context.Context, w *workload, ch change) error {
 	u := w.lws.DeepCopy()
 	annotations := u.GetAnnotations()
 	if annotations == nil {
@@ -134,7 +134,7 @@ func (c *Controller) updateLeaderWorkerSet(ctx context.Context, w *workload, ch 
 			return fmt.Errorf("LeaderWorkerSet %s/%s: %w", w.Namespace, w.Name, err)
 		}
 	}
-	if _, err := c.opts.Dynamic.Resource(LeaderWorkerSetsResource).Namespace(w.Namespace).Update(ctx, u, metav1.UpdateOptions{}); err != nil {
+	if _, err := c.dynamic.Resource(LeaderWorkerSetsResource).Namespace(w.Namespace).Update(ctx, u, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("update LeaderWorkerSet %s/%s: %w", w.Namespace, w.Name, err)
 	}
 	return nil

@@ -5,10 +5,14 @@ import (
 	"time"
 
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/component-base/metrics"
 	"k8s.io/utils/clock"
+
+	"github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
+	"github.com/rota-dev/rota/pkg/schedule"
 )
 
 // Defaults of Options.
@@ -23,13 +27,22 @@ const (
 	DefaultUnschedulableGrace = 2 * time.Minute
 )
 
-// Options configure a Controller. Client, Dynamic, Clock and Recorder are
-// required; the rest have defaults.
+// Options configure a Controller. Client, Dynamic, Clock, Recorder and
+// GateNamespace are required (New returns an error without them); the rest
+// have defaults.
 type Options struct {
 	Client   kubernetes.Interface
 	Dynamic  dynamic.Interface
 	Clock    clock.WithTicker
 	Recorder record.EventRecorder
+
+	// DynFactory is the binary's shared dynamic informer factory: the
+	// controller takes its DeploySchedule informer from it in New, and the
+	// caller starts the factory (after New) and shuts it down, as for the
+	// reservation controller. Run needs it. A controller built without it
+	// runs passes only through Reconcile (tests, benchmarks) and reads
+	// ownership from the API.
+	DynFactory dynamicinformer.DynamicSharedInformerFactory
 
 	// GateNamespace and GateName locate the ConfigMap holding the cluster-wide
 	// switch (key "mode": off, observe or on). Missing or unreadable means off.
@@ -91,4 +104,15 @@ func (o *Options) defaultAndValidate() error {
 		o.Failpoints = noFailpoints{}
 	}
 	return errors.Join(errs...)
+}
+
+// timeoutOf reads one of a schedule's spec.timeouts, falling back to def.
+func timeoutOf(t *v1alpha1.ScheduleTimeouts, get func(*v1alpha1.ScheduleTimeouts) *v1alpha1.Duration, def time.Duration) time.Duration {
+	if t == nil || get(t) == nil {
+		return def
+	}
+	if d, err := schedule.ParseDuration(*get(t)); err == nil {
+		return d
+	}
+	return def
 }

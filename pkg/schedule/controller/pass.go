@@ -3,12 +3,9 @@ package controller
 import (
 	"context"
 	"errors"
-	"fmt"
-	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
@@ -23,23 +20,30 @@ import (
 // starts from what it wrote.
 var errConflict = errors.New("status changed concurrently")
 
-// pass is one evaluation of one schedule at one instant.
+// pass is one evaluation of one schedule at one instant. It is the
+// orchestrator of docs/schedule.md's "A pass": it calls the steps in order
+// — gate, ownership, eligibility, planning, then preflight, release, acquire
+// and convergence, then status — and hands each what it needs. No step calls
+// back into the pass or into a later step; the one write a step may ask for
+// in its middle is the status checkpoint that crash safety needs.
 type pass struct {
-	c      *Controller
-	ds     *v1alpha1.DeploySchedule
-	now    time.Time
-	gate   Gate
-	gateOK bool // gate on and mode Enforce: steps may be submitted
-	// observe: status only (Observe mode or observe gate).
-	observe bool
+	c       *Controller
+	ds      *v1alpha1.DeploySchedule
+	now     time.Time
+	gate    gateState
 	targets []*target
 	// requeue is the soonest the schedule needs another look.
 	requeue time.Duration
-	// events are emitted after the final status write.
-	events []event
-	// orig is the status as read; written the status last written.
-	orig    v1alpha1.DeployScheduleStatus
-	written *v1alpha1.DeployScheduleStatus
+
+	status      *statusRecord
+	out         outcomes
+	owners      ownership
+	eligibility eligibility
+	submit      submitter
+	preflight   preflight
+	release     releaser
+	acquire     acquirer
+	converge    convergence
 }
 
 // target is one spec target during a pass.
@@ -48,14 +52,16 @@ type target struct {
 	status   *v1alpha1.TargetStatus
 	interval schedule.Interval
 	wl       *workload
-	// ineligible is the eligibility problem found this pass (reason, message).
+	// ineligible is the ownership or eligibility problem found this pass
+	// (reason, message).
 	ineligibleReason, ineligibleMsg string
 	before                          v1alpha1.TargetStatus
 }
 
-type event struct {
-	warning         bool
-	reason, message string
+// planned is one step of the schedule's current transition with its target.
+type planned struct {
+	t *target
+	s *v1alpha1.TransitionStep
 }
 
 // Reconcile runs one pass over the schedule namespace/name and returns when it
@@ -69,17 +75,11 @@ func (c *Controller) Reconcile(ctx context.Context, namespace, name string) (tim
 		return 0, err
 	}
 	ds.APIVersion, ds.Kind = v1alpha1.SchemeGroupVersion.String(), "DeploySchedule"
-	p := &pass{c: c, ds: ds, now: c.opts.Clock.Now(), requeue: c.opts.PassPeriod, orig: *ds.Status.DeepCopy()}
+	p := c.newPass(ds)
 	logger := klog.FromContext(ctx).WithValues("deploySchedule", klog.KObj(ds))
 	ctx = klog.NewContext(ctx, logger)
 	err = p.run(ctx)
-	for _, e := range p.events {
-		typ := "Normal"
-		if e.warning {
-			typ = "Warning"
-		}
-		c.opts.Recorder.Event(ds, typ, e.reason, e.message)
-	}
+	p.status.emit(c.opts.Recorder)
 	if errors.Is(err, errConflict) {
 		logger.V(3).Info("Status conflict, retrying soon")
 		return time.Second, nil
@@ -87,64 +87,105 @@ func (c *Controller) Reconcile(ctx context.Context, namespace, name string) (tim
 	return p.requeue, err
 }
 
+// newPass builds a pass over ds at the clock's now, with its steps.
+func (c *Controller) newPass(ds *v1alpha1.DeploySchedule) *pass {
+	o := c.opts
+	now := o.Clock.Now()
+	out := outcomes{now: now, actions: c.metrics.actions}
+	status := newStatusRecord(ds, now, c.schedules, c.metrics)
+	pins := reservations{client: o.Client, dynamic: o.Dynamic, namespace: ds.Namespace}
+	demand := demands{client: o.Client, pins: pins}
+	aliases := aliasGuard{client: o.Client}
+	submit := submitter{namespace: ds.Namespace, now: now, workloads: c.workloads, pins: pins,
+		failpoints: o.Failpoints, actions: c.metrics.actions, status: status}
+	return &pass{
+		c: c, ds: ds, now: now, requeue: o.PassPeriod, status: status, out: out,
+		owners:      ownership{index: c.informer, schedules: c.schedules},
+		eligibility: eligibility{client: o.Client, workloads: c.workloads},
+		submit:      submit,
+		preflight:   preflight{client: o.Client, namespace: ds.Namespace, aliases: aliases, demand: demand, out: out},
+		release:     releaser{aliases: aliases, submit: submit, out: out},
+		acquire: acquirer{client: o.Client, previewer: c.previewer, demand: demand, submit: submit, out: out,
+			now: now, timeouts: ds.Spec.Timeouts, progress: o.ProgressPeriod},
+		converge: convergence{client: o.Client, workloads: c.workloads, namespace: ds.Namespace, now: now,
+			timeouts: ds.Spec.Timeouts, unschedulableGrace: o.UnschedulableGrace, out: out},
+	}
+}
+
+// run is the pass, top to bottom (docs/schedule.md, "A pass").
 func (p *pass) run(ctx context.Context) error {
-	ds := p.ds
-	if errs := validation.ValidateDeploySchedule(ds); len(errs) > 0 {
-		p.setCondition("Valid", metav1.ConditionFalse, ReasonInvalidSchedule, withFix(ReasonInvalidSchedule, errs.ToAggregate().Error()))
-		return p.finish(ctx)
+	// 1. The schedule compiles, and each target's current interval.
+	compiled, ok := p.validate()
+	if !ok {
+		return p.status.finish(ctx)
 	}
-	compiled, err := p.c.compile(ds)
-	if err != nil {
-		p.setCondition("Valid", metav1.ConditionFalse, ReasonInvalidSchedule, withFix(ReasonInvalidSchedule, err.Error()))
-		return p.finish(ctx)
-	}
-	p.setCondition("Valid", metav1.ConditionTrue, "Valid", "the schedule compiles")
-	intervals, next, err := currentIntervals(compiled, ds, p.now, p.c.opts.Lookback)
+	intervals, next, err := currentIntervals(compiled, p.ds, p.now, p.c.opts.Lookback)
 	if err != nil {
 		return err
 	}
 	if !next.IsZero() {
 		p.wantRequeue(next.Sub(p.now))
 	}
-	gate, gateMsg := readGate(ctx, p.c.opts.Client, p.c.opts.GateNamespace, p.c.opts.GateName)
-	if gateMsg != "" {
-		klog.FromContext(ctx).V(2).Info("Gate is closed", "reason", gateMsg)
-	}
-	p.gate = gate
-	ds.Status.Gate = string(gate)
-	p.observe = ds.Spec.Mode == v1alpha1.ScheduleModeObserve || gate == GateObserve
-	p.gateOK = gate == GateOn && !p.observe
-
-	retry := ""
-	if v := ds.Annotations[gpuv1.ApplyNowAnnotation]; v != "" && v != ds.Status.ApplyNowHandled {
-		retry = v
-		if p.gateOK {
-			ds.Status.ApplyNowHandled = v
-		}
-	}
+	// 2. Gate.
+	p.gate = gateFor(ctx, p.c.opts.Client, p.c.opts.GateNamespace, p.c.opts.GateName, p.ds.Spec.Mode)
+	p.status.gate = p.gate
+	p.ds.Status.Gate = string(p.gate.gate)
+	retry := p.applyNow()
+	// 3. Ownership and eligibility of every target.
 	if err := p.loadTargets(ctx, intervals); err != nil {
 		return err
 	}
-	// Steps left Submitting by a crash or a lost race are finished first, with
-	// their own keys, before anything new is planned.
+	// 4. Steps left Submitting by a crash or a lost race are finished first,
+	// with their own keys, before anything new is planned.
 	if err := p.finishSubmitting(ctx); err != nil {
 		return err
 	}
+	// 5. Planning.
+	plan := planner{ds: p.ds, now: p.now, enforce: p.gate.enforce, retry: retry, out: p.out}
 	for _, t := range p.targets {
-		p.openInterval(t, retry)
+		plan.open(ctx, t)
 	}
-	if p.gateOK {
-		if err := p.execute(ctx); err != nil {
+	// 6. Preflight, release, acquire, convergence.
+	if p.gate.enforce {
+		if err := p.transition(ctx); err != nil {
 			return err
 		}
 	}
-	for _, t := range p.targets {
-		p.derivePhase(t)
-	}
-	return p.finish(ctx)
+	// 7. Status.
+	p.status.derivePhases()
+	return p.status.finish(ctx)
 }
 
-// loadTargets reads each target's workload and checks ownership and eligibility.
+// validate sets the Valid condition and returns the compiled schedule.
+func (p *pass) validate() (*schedule.Schedule, bool) {
+	if errs := validation.ValidateDeploySchedule(p.ds); len(errs) > 0 {
+		p.status.setCondition("Valid", metav1.ConditionFalse, ReasonInvalidSchedule, withFix(ReasonInvalidSchedule, errs.ToAggregate().Error()))
+		return nil, false
+	}
+	compiled, err := p.c.compile(p.ds)
+	if err != nil {
+		p.status.setCondition("Valid", metav1.ConditionFalse, ReasonInvalidSchedule, withFix(ReasonInvalidSchedule, err.Error()))
+		return nil, false
+	}
+	p.status.setCondition("Valid", metav1.ConditionTrue, "Valid", "the schedule compiles")
+	return compiled, true
+}
+
+// applyNow returns a rota.dev/apply-now value not handled yet ("" if none),
+// and records it handled when this pass may act on it.
+func (p *pass) applyNow() string {
+	v := p.ds.Annotations[gpuv1.ApplyNowAnnotation]
+	if v == "" || v == p.ds.Status.ApplyNowHandled {
+		return ""
+	}
+	if p.gate.enforce {
+		p.ds.Status.ApplyNowHandled = v
+	}
+	return v
+}
+
+// loadTargets lines the status targets up with the spec and runs the
+// ownership step, then the eligibility step, on each.
 func (p *pass) loadTargets(ctx context.Context, intervals map[string]current) error {
 	byName := map[string]*v1alpha1.TargetStatus{}
 	for i := range p.ds.Status.Targets {
@@ -162,91 +203,41 @@ func (p *pass) loadTargets(ctx context.Context, intervals map[string]current) er
 	for i, spec := range p.ds.Spec.Targets {
 		t := &target{spec: spec, status: &p.ds.Status.Targets[i], interval: intervals[spec.Name].Interval}
 		t.before = *t.status.DeepCopy()
-		if err := p.checkEligibility(ctx, t); err != nil {
+		reason, msg, err := p.owners.check(ctx, p.ds, spec.WorkloadRef)
+		if err != nil {
 			return err
 		}
+		if reason == "" {
+			res, err := p.eligibility.check(ctx, p.ds.Namespace, spec.WorkloadRef, t.interval)
+			if err != nil {
+				return err
+			}
+			t.wl, t.status.Observed, reason, msg = res.wl, res.observed, res.reason, res.msg
+		}
+		t.ineligibleReason, t.ineligibleMsg = reason, msg
 		p.targets = append(p.targets, t)
 	}
+	p.status.targets = p.targets
 	return nil
 }
 
-// openInterval plans the target's step when its current interval is one the
-// controller has not processed yet (docs/schedule.md: a transition happens only when a
-// new interval opens; after downtime, one transition to the current intent).
-func (p *pass) openInterval(t *target, retry string) {
-	st := t.status
-	newInterval := st.LastProcessedInterval == nil || !st.LastProcessedInterval.Time.Equal(t.interval.Start)
-	if !newInterval && retry != "" && p.gateOK && st.Phase == v1alpha1.TargetPhaseFailed {
-		newInterval = true
-	} else {
-		retry = ""
-	}
-	if !newInterval {
-		return
-	}
-	// The old interval's waits end here: an acquire still waiting for capacity
-	// fails, nothing is restarted.
-	for i := range st.Steps {
-		s := &st.Steps[i]
-		if s.Phase == v1alpha1.StepPlanned || s.Phase == v1alpha1.StepAccepted {
-			if s.Reason == ReasonCapacityWait {
-				p.failStep(t, s, ReasonCapacityUnavailable, "the intent interval ended while waiting for capacity: "+s.Message)
-			} else if s.Phase == v1alpha1.StepPlanned {
-				s.Phase, s.Reason, s.Message = v1alpha1.StepFailed, "Superseded", "a new intent interval opened before the step ran"
-				s.CompletedAt = p.nowTime()
+// finishSubmitting re-submits every step left Submitting. With the gate
+// closed it only recognises mutations that already happened.
+func (p *pass) finishSubmitting(ctx context.Context) error {
+	for _, t := range p.targets {
+		for i := range t.status.Steps {
+			s := &t.status.Steps[i]
+			if s.Phase != v1alpha1.StepSubmitting {
+				continue
+			}
+			accepted, err := p.submit.submit(ctx, t, s, p.gate.enforce)
+			if err != nil {
+				return err
+			}
+			if accepted {
+				p.wantRequeue(p.c.opts.ProgressPeriod)
 			}
 		}
 	}
-	st.Desired = statusIntent(t.interval)
-	st.LastProcessedInterval = p.nowTimeOf(t.interval.Start)
-	st.Steps = nil
-	st.Reason, st.Message = "", ""
-	if t.wl == nil {
-		return
-	}
-	step, ok := planStep(t.interval.Intent, t.wl)
-	if !ok {
-		return
-	}
-	step.Key = stepKey(p.ds, t.spec.Name, t.interval.Start, step.Action, retry)
-	st.Steps = []v1alpha1.TransitionStep{step}
-	klog.Background().V(2).Info("Transition planned", "deploySchedule", klog.KObj(p.ds), "target", t.spec.Name,
-		"action", step.Action, "key", step.Key)
-}
-
-func (p *pass) wantRequeue(d time.Duration) {
-	if d <= 0 {
-		d = time.Millisecond
-	}
-	if d < p.requeue {
-		p.requeue = d
-	}
-}
-
-func (p *pass) nowTime() *metav1.Time { t := metav1.NewTime(p.now); return &t }
-
-func (p *pass) nowTimeOf(at time.Time) *metav1.Time { t := metav1.NewTime(at); return &t }
-
-func (p *pass) setCondition(typ string, status metav1.ConditionStatus, reason, msg string) {
-	meta.SetStatusCondition(&p.ds.Status.Conditions, metav1.Condition{
-		Type: typ, Status: status, Reason: reason, Message: truncate(msg, 2048),
-		ObservedGeneration: p.ds.Generation, LastTransitionTime: metav1.NewTime(p.now),
-	})
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n-3] + "..."
-}
-
-// stepKey is the idempotency key of a step: schedule UID, target, interval
-// start and action (plus the apply-now value of a retry).
-func stepKey(ds *v1alpha1.DeploySchedule, target string, start time.Time, action string, retry string) string {
-	key := fmt.Sprintf("%s/%s/%s/%s", ds.UID, target, start.UTC().Format(time.RFC3339), strings.ToLower(action))
-	if retry != "" {
-		key += "#" + truncate(retry, 32)
-	}
-	return key
+	return nil
 }

@@ -12,8 +12,11 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 
 	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
+	"github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
 )
 
 // errReservation says a target's GPUReservation cannot be used yet.
@@ -22,10 +25,19 @@ type errReservation struct{ err error }
 func (e *errReservation) Error() string { return e.err.Error() }
 func (e *errReservation) Unwrap() error { return e.err }
 
-// reservationUUIDs reads (only reads) the target's GPUReservation and returns
-// the UUIDs it holds, sorted.
-func (p *pass) reservationUUIDs(ctx context.Context, t *target) ([]string, error) {
-	r, err := getReservation(ctx, p.c.opts.Dynamic, p.ds.Namespace, t.spec.ReservationName)
+// reservations reads the GPUReservations targets of a schedule are bound to
+// (docs/schedule.md, "Track H") and pins claim templates to their GPUs. The
+// demand reader and the submitter use it.
+type reservations struct {
+	client    kubernetes.Interface
+	dynamic   dynamic.Interface
+	namespace string // the schedule's
+}
+
+// uuids reads (only reads) the GPUReservation name and returns the UUIDs it
+// holds, sorted.
+func (rs reservations) uuids(ctx context.Context, name string) ([]string, error) {
+	r, err := rs.get(ctx, name)
 	if err != nil {
 		return nil, &errReservation{err: err}
 	}
@@ -64,19 +76,29 @@ func pinSpec(spec resourceapi.ResourceClaimSpec, uuids []string) resourceapi.Res
 	return out
 }
 
-// pinToReservation makes sure a pinned copy of each of the workload's claim
+// get reads a GPUReservation (status only is used).
+func (rs reservations) get(ctx context.Context, name string) (*v1alpha1.GPUReservation, error) {
+	u, err := rs.dynamic.Resource(v1alpha1.GPUReservationsResource).Namespace(rs.namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("get GPUReservation %s/%s: %w", rs.namespace, name, err)
+	}
+	var r v1alpha1.GPUReservation
+	return &r, fromUnstructured(u, &r)
+}
+
+// pin makes sure a pinned copy of each of the workload's claim
 // templates exists (templates are immutable, so the copy has a name derived
 // from the original and the UUIDs) and returns current template name ->
 // pinned template name, over every pod template of the workload, for the
 // workload update. Creating the copy is idempotent.
-func (p *pass) pinToReservation(ctx context.Context, t *target, wl *workload) (map[string]string, error) {
-	uuids, err := p.reservationUUIDs(ctx, t)
+func (rs reservations) pin(ctx context.Context, name string, wl *workload) (map[string]string, error) {
+	uuids, err := rs.uuids(ctx, name)
 	if err != nil {
 		return nil, err
 	}
 	sum := sha256.Sum256([]byte(strings.Join(uuids, ",")))
 	suffix := "-pin-" + hex.EncodeToString(sum[:])[:10]
-	client := p.c.opts.Client.ResourceV1().ResourceClaimTemplates(wl.Namespace)
+	client := rs.client.ResourceV1().ResourceClaimTemplates(wl.Namespace)
 	out := map[string]string{}
 	for _, rc := range wl.claimRefs() {
 		if _, done := out[*rc.ResourceClaimTemplateName]; done {
@@ -101,7 +123,7 @@ func (p *pass) pinToReservation(ctx context.Context, t *target, wl *workload) (m
 			ObjectMeta: metav1.ObjectMeta{
 				Name: name, Namespace: wl.Namespace,
 				Labels:      map[string]string{gpuv1.PinnedFromLabel: base.Name},
-				Annotations: map[string]string{gpuv1.ReservationAnnotation: t.spec.ReservationName},
+				Annotations: map[string]string{gpuv1.ReservationAnnotation: name},
 			},
 			Spec: resourceapi.ResourceClaimTemplateSpec{ObjectMeta: base.Spec.ObjectMeta, Spec: pinSpec(base.Spec.Spec, uuids)},
 		}

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
@@ -75,15 +76,37 @@ func (w *workload) claimRefs() []v1.PodResourceClaim {
 	return out
 }
 
+// workloadAccess reads and writes the workloads schedules drive —
+// Deployments, StatefulSets and LeaderWorkerSets — in one shape: scale, pod
+// templates and pods. Every step reaches workloads through it.
+type workloadAccess interface {
+	// get reads the workload named by ref. A missing workload returns an
+	// error for which apierrors.IsNotFound is true; a kind Rota does not
+	// drive returns an *errKind.
+	get(ctx context.Context, namespace string, ref v1alpha1.WorkloadReference) (*workload, error)
+	// update writes ch onto the workload as w was read (with its
+	// resourceVersion, so a concurrent writer makes it fail with a conflict
+	// instead of being lost).
+	update(ctx context.Context, w *workload, ch change) error
+	// pods lists the workload's pods (terminating ones included).
+	pods(ctx context.Context, w *workload) ([]v1.Pod, error)
+}
+
+// clusterWorkloads is workloadAccess against the API server: typed clients
+// for apps/v1, the dynamic client for LeaderWorkerSets (lws.go).
+type clusterWorkloads struct {
+	client  kubernetes.Interface
+	dynamic dynamic.Interface
+}
+
 // errKind is returned for a workload kind the controller does not drive.
 type errKind struct{ sub, msg string }
 
 func (e *errKind) Error() string { return e.msg }
 
-// getWorkload reads the workload named by ref. A missing workload returns an
-// error for which apierrors.IsNotFound is true.
-func (c *Controller) getWorkload(ctx context.Context, namespace string, ref v1alpha1.WorkloadReference) (*workload, error) {
-	client := c.opts.Client
+// get implements workloadAccess.
+func (c clusterWorkloads) get(ctx context.Context, namespace string, ref v1alpha1.WorkloadReference) (*workload, error) {
+	client := c.client
 	switch {
 	case ref.Kind == "Deployment" && ref.APIVersion == "apps/v1":
 		d, err := client.AppsV1().Deployments(namespace).Get(ctx, ref.Name, metav1.GetOptions{})
@@ -145,11 +168,9 @@ type change struct {
 	ClaimTemplates map[string]string
 }
 
-// updateWorkload writes c onto the workload w was read as, with w's
-// resourceVersion, so a concurrent writer makes it fail with a conflict
-// instead of being lost.
-func (ctl *Controller) updateWorkload(ctx context.Context, w *workload, c change) error {
-	client := ctl.opts.Client
+// update implements workloadAccess.
+func (cw clusterWorkloads) update(ctx context.Context, w *workload, c change) error {
+	client := cw.client
 	apply := func(meta *metav1.ObjectMeta, replicas **int32, tmpl *v1.PodTemplateSpec) {
 		if meta.Annotations == nil {
 			meta.Annotations = map[string]string{}
@@ -182,16 +203,16 @@ func (ctl *Controller) updateWorkload(ctx context.Context, w *workload, c change
 			return fmt.Errorf("update StatefulSet %s/%s: %w", s.Namespace, s.Name, err)
 		}
 	case w.lws != nil:
-		return ctl.updateLeaderWorkerSet(ctx, w, c)
+		return cw.updateLeaderWorkerSet(ctx, w, c)
 	default:
 		return fmt.Errorf("workload %s/%s of kind %s cannot be updated", w.Namespace, w.Name, w.Kind)
 	}
 	return nil
 }
 
-// pods lists the workload's pods (terminating ones included).
-func (w *workload) pods(ctx context.Context, client kubernetes.Interface) ([]v1.Pod, error) {
-	list, err := client.CoreV1().Pods(w.Namespace).List(ctx, metav1.ListOptions{LabelSelector: w.Selector.String()})
+// pods implements workloadAccess.
+func (c clusterWorkloads) pods(ctx context.Context, w *workload) ([]v1.Pod, error) {
+	list, err := c.client.CoreV1().Pods(w.Namespace).List(ctx, metav1.ListOptions{LabelSelector: w.Selector.String()})
 	if err != nil {
 		return nil, fmt.Errorf("list pods of %s %s/%s: %w", w.Kind, w.Namespace, w.Name, err)
 	}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
@@ -140,15 +141,19 @@ func (e *env) startControllerAs(client kubernetes.Interface, dyn dynamic.Interfa
 		cancel()
 		e.t.Fatal(err)
 	}
+	// The harness owns the informer factory, as the binary does.
+	dynFactory := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
 	c, err := controller.New(controller.Options{
 		Client: client, Dynamic: dyn, Clock: e.clock,
 		Recorder:      recorder,
+		DynFactory:    dynFactory,
 		GateNamespace: gateNS, Failpoints: fp,
 	})
 	if err != nil {
 		cancel()
 		e.t.Fatalf("new controller: %v", err)
 	}
+	dynFactory.Start(ctx.Done())
 	r := &runningController{ctrl: c, cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(r.done)
@@ -156,6 +161,7 @@ func (e *env) startControllerAs(client kubernetes.Interface, dyn dynamic.Interfa
 	}()
 	e.t.Cleanup(func() {
 		r.stop()
+		dynFactory.Shutdown()
 		stopEvents()
 	})
 	return r

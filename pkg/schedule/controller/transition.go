@@ -3,22 +3,19 @@ package controller
 import (
 	"context"
 	"fmt"
-
-	"k8s.io/utils/ptr"
+	"time"
 
 	"github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
 )
 
-// planned is one step of the schedule's current transition with its target.
-type planned struct {
-	t *target
-	s *v1alpha1.TransitionStep
-}
+// This file is the second half of the pass: it drives the transition
+// (docs/schedule.md, "Executing a transition") by calling the preflight,
+// release, acquire and convergence steps in order.
 
-// execute drives the transition: preflight before the first release, then
-// every release step, then the acquire steps one at a time (ReleaseFirst), or
-// the other way round for AcquireFirst.
-func (p *pass) execute(ctx context.Context) error {
+// transition runs preflight before the first release, then every release
+// step, then the acquire steps one at a time (ReleaseFirst), or the two
+// groups the other way round for AcquireFirst.
+func (p *pass) transition(ctx context.Context) error {
 	var release, acquire []planned
 	for _, t := range p.targets {
 		for i := range t.status.Steps {
@@ -34,14 +31,13 @@ func (p *pass) execute(ctx context.Context) error {
 		return nil
 	}
 	if allPlanned(release) && allPlanned(acquire) && (anyPhase(release, v1alpha1.StepPlanned) || anyPhase(acquire, v1alpha1.StepPlanned)) {
-		ok, err := p.preflight(ctx, release, acquire)
+		ok, err := p.preflight.check(ctx, release, acquire)
 		if err != nil || !ok {
 			return err
 		}
 	}
 	first, second := release, acquire
-	firstDone := p.driveRelease
-	secondDone := p.driveAcquire
+	firstDone, secondDone := p.driveRelease, p.driveAcquire
 	if p.ds.Spec.TransitionOrder == v1alpha1.TransitionOrderAcquireFirst {
 		first, second = acquire, release
 		firstDone, secondDone = p.driveAcquire, p.driveRelease
@@ -53,7 +49,7 @@ func (p *pass) execute(ctx context.Context) error {
 	if failed != "" {
 		for _, pl := range second {
 			if pl.s.Phase == v1alpha1.StepPlanned {
-				p.failStep(pl.t, pl.s, ReasonTransitionAborted, "not run: "+failed)
+				p.out.fail(pl.s, ReasonTransitionAborted, "not run: "+failed)
 			}
 		}
 		return nil
@@ -62,24 +58,29 @@ func (p *pass) execute(ctx context.Context) error {
 	return err
 }
 
-// driveRelease submits every planned release step and checks the submitted
-// ones. done: no release step is in flight; failed names a failed one.
+// driveRelease starts every planned release step (release step) and checks
+// the accepted ones (convergence step). done: no release step is in flight;
+// failed names a failed one.
 func (p *pass) driveRelease(ctx context.Context, steps []planned) (done bool, failed string, err error) {
 	done = true
 	for _, pl := range steps {
 		t, s := pl.t, pl.s
 		if s.Phase == v1alpha1.StepPlanned {
 			if t.ineligibleReason != "" {
-				p.failStep(t, s, t.ineligibleReason, t.ineligibleMsg)
-			} else if reason, msg := p.aliasGuard(ctx, t, s); reason != "" {
-				p.failStep(t, s, reason, msg)
-			} else if err := p.submit(ctx, t, s, true); err != nil {
+				p.out.fail(s, t.ineligibleReason, t.ineligibleMsg)
+			} else if accepted, err := p.release.start(ctx, t, s); err != nil {
 				return false, "", err
+			} else if accepted {
+				p.wantRequeue(p.c.opts.ProgressPeriod)
 			}
 		}
 		if s.Phase == v1alpha1.StepAccepted {
-			if err := p.checkReleased(ctx, t, s); err != nil {
+			e, err := p.converge.released(ctx, t, s)
+			if err != nil {
 				return false, "", err
+			}
+			if e != nil {
+				p.status.event(*e)
 			}
 		}
 		switch s.Phase {
@@ -98,31 +99,31 @@ func (p *pass) driveRelease(ctx context.Context, steps []planned) (done bool, fa
 	return done, failed, nil
 }
 
-// driveAcquire runs acquire steps one at a time, so that each capacity
-// preview sees the devices the previous one took.
+// driveAcquire runs acquire steps one at a time (acquire step, then
+// convergence step), so that each capacity preview sees the devices the
+// previous one took.
 func (p *pass) driveAcquire(ctx context.Context, steps []planned) (done bool, failed string, err error) {
 	for _, pl := range steps {
 		t, s := pl.t, pl.s
 		if s.Phase == v1alpha1.StepPlanned {
 			if t.ineligibleReason != "" {
-				p.failStep(t, s, t.ineligibleReason, t.ineligibleMsg)
+				p.out.fail(s, t.ineligibleReason, t.ineligibleMsg)
 				failed = fmt.Sprintf("acquire of target %s failed (%s)", t.spec.Name, s.Reason)
 				continue
 			}
-			fits, msg, err := p.capacityPreview(ctx, t, s)
+			parked, recheck, err := p.acquire.start(ctx, t, s)
 			if err != nil {
 				return false, "", err
 			}
-			if !fits {
-				p.capacityWait(t, s, msg)
-				return false, "", nil
+			if recheck > 0 {
+				p.wantRequeue(recheck)
 			}
-			if err := p.submit(ctx, t, s, true); err != nil {
-				return false, "", err
+			if parked {
+				return false, "", nil
 			}
 		}
 		if s.Phase == v1alpha1.StepAccepted {
-			if err := p.checkAcquired(ctx, t, s); err != nil {
+			if err := p.converge.acquired(ctx, t, s); err != nil {
 				return false, "", err
 			}
 		}
@@ -140,19 +141,14 @@ func (p *pass) driveAcquire(ctx context.Context, steps []planned) (done bool, fa
 	return true, failed, nil
 }
 
-// capacityWait keeps an acquire step waiting for GPUs, or fails it once the
-// capacity timeout after the boundary has passed (or the interval ends, see
-// openInterval). The released targets are not restarted.
-func (p *pass) capacityWait(t *target, s *v1alpha1.TransitionStep, msg string) {
-	timeout := p.timeout(p.ds.Spec.Timeouts, func(t *v1alpha1.ScheduleTimeouts) *v1alpha1.Duration { return t.Capacity }, DefaultCapacityTimeout)
-	deadline := t.interval.Start.Add(timeout)
-	if !p.now.Before(deadline) {
-		p.failStep(t, s, ReasonCapacityUnavailable, fmt.Sprintf("still no room %s after the boundary: %s", timeout, msg))
-		return
+// wantRequeue asks for the next pass within d at the latest.
+func (p *pass) wantRequeue(d time.Duration) {
+	if d <= 0 {
+		d = time.Millisecond
 	}
-	s.Reason, s.Message = ReasonCapacityWait, truncate(msg, 1024)
-	p.wantRequeue(p.c.opts.ProgressPeriod)
-	p.wantRequeue(deadline.Sub(p.now))
+	if d < p.requeue {
+		p.requeue = d
+	}
 }
 
 func allPlanned(steps []planned) bool {
@@ -175,6 +171,3 @@ func anyPhase(steps []planned, phase v1alpha1.StepPhase) bool {
 	}
 	return false
 }
-
-// replicasOf is a step's target scale.
-func replicasOf(s *v1alpha1.TransitionStep) int32 { return ptr.Deref(s.Replicas, 0) }
