@@ -17,7 +17,7 @@ import (
 
 	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
 	rotav1alpha1 "github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
-	"github.com/rota-dev/rota/pkg/waits"
+	"github.com/rota-dev/rota/pkg/gpupool"
 )
 
 // GPU is one GPU of the pool as `kubectl rota pool` shows it: where it is,
@@ -144,7 +144,7 @@ func reservationsByUUID(reservations []rotav1alpha1.GPUReservation) map[string]r
 func deviceRow(s *resourceapi.ResourceSlice, d *resourceapi.Device, driver string, held map[string]*holder, byUUID map[string]resv) GPU {
 	row := GPU{
 		Node: *s.Spec.NodeName, Device: d.Name, Health: "Healthy",
-		Model: waits.StringAttribute(d, driver, gpuv1.AttributeModel), UUID: waits.StringAttribute(d, driver, gpuv1.AttributeUUID),
+		Model: gpupool.StringAttribute(d, driver, gpuv1.AttributeModel), UUID: gpupool.StringAttribute(d, driver, gpuv1.AttributeUUID),
 		Shared: d.AllowMultipleAllocations != nil && *d.AllowMultipleAllocations,
 	}
 	var taints []string

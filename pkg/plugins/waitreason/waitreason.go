@@ -30,6 +30,7 @@ import (
 	"k8s.io/utils/clock"
 
 	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
+	"github.com/rota-dev/rota/pkg/gpupool"
 	"github.com/rota-dev/rota/pkg/waits"
 )
 
@@ -79,7 +80,7 @@ func newWithClock(ctx context.Context, h fwk.Handle, clk clock.PassiveClock) (*W
 		pdbs:     h.SharedInformerFactory().Policy().V1().PodDisruptionBudgets().Lister(),
 		writer:   waits.NewWriter(h.ClientSet(), h.EventRecorder(), clk),
 		clock:    clk,
-		celCache: waits.NewCELCache(),
+		celCache: gpupool.NewCELCache(),
 		metrics:  registerMetrics(),
 	}
 	_, err := h.SharedInformerFactory().Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -152,11 +153,11 @@ func (pl *WaitReason) classify(ctx context.Context, cs fwk.CycleState, pod *v1.P
 			a.Rejections[name] = st.Plugin() + ": " + msg
 		}
 	}
-	requests, err := waits.PodRequests(pl.dra, pod)
+	requests, err := gpupool.PodRequests(pl.dra, pod)
 	if err != nil {
 		return waits.Verdict{}, err
 	}
-	pool, err := waits.CycleSnapshot(ctx, cs, pl.dra)
+	pool, err := gpupool.CycleSnapshot(ctx, cs, pl.dra)
 	if err != nil {
 		return waits.Verdict{}, err
 	}
@@ -165,7 +166,7 @@ func (pl *WaitReason) classify(ctx context.Context, cs fwk.CycleState, pod *v1.P
 	for _, r := range requests {
 		var tiers []waits.TierCounts
 		for i := range r.Tiers {
-			m, err := waits.NewMatcher(pl.dra, pl.celCache, r.Tiers[i])
+			m, err := gpupool.NewMatcher(pl.dra.DeviceClasses(), pl.celCache, nil, r.Tiers[i])
 			if err != nil {
 				tiers = append(tiers, waits.TierCounts{Label: waits.TierLabel(r, i) + " (" + err.Error() + ")", Need: int(r.Tiers[i].Count)})
 				continue

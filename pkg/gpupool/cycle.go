@@ -1,4 +1,4 @@
-package waits
+package gpupool
 
 import (
 	"context"
