@@ -8,7 +8,7 @@ import (
 
 // poolStateKey is where the first plugin that needs the pool in a
 // scheduling cycle leaves it for the others.
-const poolStateKey fwk.StateKey = "RotaWaitsPool"
+const poolStateKey fwk.StateKey = "RotaGPUPool"
 
 // cyclePool holds a read-only pool; Clone may share it.
 type cyclePool struct{ pool *Pool }

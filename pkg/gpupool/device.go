@@ -34,6 +34,8 @@ type Allocation struct {
 	Claim types.NamespacedName
 	// Pods are the pods the claim is reserved for.
 	Pods []types.NamespacedName
+	// ReservedFor are all the claim's consumers, pods or not.
+	ReservedFor []resourceapi.ResourceClaimConsumerReference
 	// Consumed is what the claim consumes of the device's capacities.
 	Consumed map[resourceapi.QualifiedName]resource.Quantity
 	// Shared is true when the device was allocated with a share ID.

@@ -82,7 +82,7 @@ func (p *Pool) addClaim(c *resourceapi.ResourceClaim) {
 		dev.Allocated = true
 		dev.Holders = holders
 		dev.HolderClaim = claim
-		dev.Allocations = append(dev.Allocations, Allocation{Claim: claim, Pods: holders, Consumed: r.ConsumedCapacity, Shared: r.ShareID != nil})
+		dev.Allocations = append(dev.Allocations, Allocation{Claim: claim, Pods: holders, ReservedFor: c.Status.ReservedFor, Consumed: r.ConsumedCapacity, Shared: r.ShareID != nil})
 		if dev.Shared() && len(r.ConsumedCapacity) > 0 {
 			if dev.Consumed == nil {
 				dev.Consumed = structured.ConsumedCapacity{}

@@ -154,3 +154,26 @@ func TestMatcher(t *testing.T) {
 		t.Error("a selector that does not compile: no error, or it matches")
 	}
 }
+
+// The reservation controller reads slices without DeviceTaintRules
+// applied: a reservation's rule names the device it holds.
+func TestReservedByRules(t *testing.T) {
+	rule := func(name, key, value string, driver *string, pool, device string) *resourceapi.DeviceTaintRule {
+		return &resourceapi.DeviceTaintRule{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: resourceapi.DeviceTaintRuleSpec{
+				DeviceSelector: &resourceapi.DeviceTaintSelector{Driver: driver, Pool: &pool, Device: &device},
+				Taint:          resourceapi.DeviceTaint{Key: key, Value: value, Effect: resourceapi.DeviceTaintEffectNoSchedule},
+			},
+		}
+	}
+	other := "other.dev"
+	got := ReservedByRules([]*resourceapi.DeviceTaintRule{
+		rule("a", "rota.dev/reserved", "ml.train", nil, "n1", "gpu-0"),
+		rule("b", "rota.dev/reserved", "ml.serve", &other, "n1", "gpu-1"),
+		rule("c", "gpu.rota.dev/unhealthy", "xid", nil, "n1", "gpu-2"),
+	}, "gpu.rota.dev")
+	if len(got) != 1 || got[structured.MakeDeviceID("gpu.rota.dev", "n1", "gpu-0")] != "ml.train" {
+		t.Errorf("ReservedByRules = %v, want only n1/gpu-0 held by ml.train", got)
+	}
+}

@@ -19,7 +19,8 @@ type NodeDevice struct {
 // view stays valid for as long as the same slice objects are listed and is
 // shared, read only, by every scheduling cycle until then (SliceCache).
 type Slices struct {
-	// Nodes are the nodes with node-local slices, sorted.
+	// Nodes are the nodes with node-local slices (with devices or not),
+	// sorted.
 	Nodes []string
 	// ByNode are each node's devices, in slice name order.
 	ByNode map[string][]NodeDevice
@@ -52,7 +53,11 @@ func NewSlices(slices []*resourceapi.ResourceSlice) *Slices {
 		if slice.Spec.NodeName == nil {
 			v.sharedSlices = append(v.sharedSlices, slice)
 		} else {
-			v.nodeSlices[*slice.Spec.NodeName] = append(v.nodeSlices[*slice.Spec.NodeName], slice)
+			node := *slice.Spec.NodeName
+			if _, ok := v.nodeSlices[node]; !ok {
+				v.Nodes = append(v.Nodes, node)
+			}
+			v.nodeSlices[node] = append(v.nodeSlices[node], slice)
 		}
 		for i := range slice.Spec.Devices {
 			d := &slice.Spec.Devices[i]
@@ -60,9 +65,6 @@ func NewSlices(slices []*resourceapi.ResourceSlice) *Slices {
 			v.ByID[id] = d
 			if slice.Spec.NodeName != nil {
 				node := *slice.Spec.NodeName
-				if _, ok := v.ByNode[node]; !ok {
-					v.Nodes = append(v.Nodes, node)
-				}
 				v.ByNode[node] = append(v.ByNode[node], NodeDevice{ID: id, Device: d})
 			}
 		}
@@ -85,6 +87,10 @@ func (v *Slices) SlicesFor(node string) []*resourceapi.ResourceSlice {
 
 // HasSharedSlices reports whether some slice is not bound to one node.
 func (v *Slices) HasSharedSlices() bool { return len(v.sharedSlices) > 0 }
+
+// SharedSlices are the slices not bound to one node (node selector, all
+// nodes, per-device node selection).
+func (v *Slices) SharedSlices() []*resourceapi.ResourceSlice { return v.sharedSlices }
 
 // builtFrom reports whether v indexes exactly the slice objects slices.
 func (v *Slices) builtFrom(slices []*resourceapi.ResourceSlice) bool {

@@ -28,8 +28,8 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
-	"github.com/rota-dev/rota/pkg/plugins/cyclestate"
 	"github.com/rota-dev/rota/pkg/gpupool"
+	"github.com/rota-dev/rota/pkg/plugins/cyclestate"
 	"github.com/rota-dev/rota/pkg/waits"
 )
 
