@@ -9,8 +9,8 @@ import (
 // device that the allocator treats as either free or allocated, with nothing
 // else to consider: no shared or partitionable devices, no node binding or
 // per-device node selection, every pool complete and of one generation, no
-// device name repeated. Tiering ranks such nodes by counting devices
-// (docs/tiering.md); the others go to the allocator.
+// device name repeated. Tiering ranks such nodes by counting devices (its
+// fast path, docs/benchmarks.md); the others go to the allocator.
 func (v *Slices) Plain(node string) bool { return !v.complexNodes[node] }
 
 // plainDevice reports whether the allocator treats d as a plain, whole
