@@ -22,9 +22,10 @@ type Pool struct {
 }
 
 // Snapshot reads the pool from the scheduler's shared DRA manager,
-// including what in-flight allocations consume of shared devices.
-func Snapshot(ctx context.Context, dra fwk.SharedDRAManager) (*Pool, error) {
-	inv, err := SnapshotInventory(ctx, dra, nil)
+// including what in-flight allocations consume of shared devices. The
+// slice index comes from views (see SnapshotInventory).
+func Snapshot(ctx context.Context, dra fwk.SharedDRAManager, views *SliceCache) (*Pool, error) {
+	inv, err := SnapshotInventory(ctx, dra, views)
 	if err != nil {
 		return nil, err
 	}

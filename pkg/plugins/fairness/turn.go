@@ -110,6 +110,10 @@ type turnChecker struct {
 	pods     corelisters.PodLister
 	dra      fwk.SharedDRAManager
 	celCache *dracel.Cache
+	// matches remembers selector results per device between cycles.
+	matches *gpupool.MatchCache
+	// views keeps the index of the published slices between cycles.
+	views    gpupool.SliceCache
 	pending  *pending
 	activate fwk.PodActivator
 }
@@ -182,7 +186,7 @@ func (t *turnChecker) fitsNow(ctx context.Context, cs fwk.CycleState, pod *v1.Po
 	if len(requests) == 0 {
 		return true
 	}
-	pool, err := gpupool.CycleSnapshot(ctx, cs, t.dra)
+	pool, err := gpupool.CycleSnapshot(ctx, cs, t.dra, &t.views)
 	if err != nil {
 		return false
 	}
@@ -198,7 +202,7 @@ func (t *turnChecker) fitsOn(ctx context.Context, pool *gpupool.Pool, node strin
 	for _, r := range requests {
 		ok := false
 		for _, tier := range r.Tiers {
-			m, err := gpupool.NewMatcher(t.dra.DeviceClasses(), t.celCache, nil, tier)
+			m, err := gpupool.NewMatcher(t.dra.DeviceClasses(), t.celCache, t.matches, tier)
 			if err != nil {
 				continue
 			}

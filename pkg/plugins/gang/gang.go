@@ -53,6 +53,10 @@ type Gang struct {
 	waitLimit time.Duration
 	writer    *waits.Writer
 	celCache  *dracel.Cache
+	// matches remembers selector results per device between cycles.
+	matches *gpupool.MatchCache
+	// views keeps the index of the published slices between cycles.
+	views gpupool.SliceCache
 
 	mu sync.Mutex
 	// holds maps a gang to its members that are reserved but not bound.
@@ -70,6 +74,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 		waitLimit: args.WaitLimit.Duration,
 		writer:    waits.NewWriter(h.ClientSet(), h.EventRecorder(), clock.RealClock{}),
 		celCache:  gpupool.NewCELCache(),
+		matches:   gpupool.NewMatchCache(),
 		holds:     map[types.NamespacedName]sets.Set[types.UID]{},
 	}
 	pl.writer.Run(ctx, 1)
@@ -161,7 +166,7 @@ func (pl *Gang) poolFits(ctx context.Context, cs fwk.CycleState, key types.Names
 	if err != nil {
 		return 0, 0, true
 	}
-	pool, err := gpupool.CycleSnapshot(ctx, cs, dra)
+	pool, err := gpupool.CycleSnapshot(ctx, cs, dra, &pl.views)
 	if err != nil {
 		return 0, 0, true
 	}
@@ -177,7 +182,7 @@ func (pl *Gang) poolFits(ctx context.Context, cs fwk.CycleState, key types.Names
 		for _, r := range requests {
 			need += r.Tiers[0].Count
 			for _, t := range r.Tiers {
-				m, err := gpupool.NewMatcher(dra.DeviceClasses(), pl.celCache, nil, t)
+				m, err := gpupool.NewMatcher(dra.DeviceClasses(), pl.celCache, pl.matches, t)
 				if err != nil {
 					continue
 				}

@@ -53,6 +53,10 @@ type Quota struct {
 	args     *QuotaArgs
 	tenants  map[string]*TenantLimits
 	celCache *dracel.Cache
+	// matches remembers selector results per device between cycles.
+	matches *gpupool.MatchCache
+	// views keeps the index of the published slices between cycles.
+	views gpupool.SliceCache
 
 	// inFlight holds the charges of claims between Reserve and PostBind,
 	// before their allocation is visible in the claim tracker.
@@ -76,7 +80,7 @@ func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error
 	if dra == nil {
 		return nil, fmt.Errorf("%s needs the scheduler's shared DRA manager (DynamicResourceAllocation disabled?)", Name)
 	}
-	pl := &Quota{dra: dra, args: args, tenants: map[string]*TenantLimits{}, celCache: gpupool.NewCELCache(), inFlight: map[types.UID]charge{}}
+	pl := &Quota{dra: dra, args: args, tenants: map[string]*TenantLimits{}, celCache: gpupool.NewCELCache(), matches: gpupool.NewMatchCache(), inFlight: map[types.UID]charge{}}
 	for i := range args.Tenants {
 		pl.tenants[args.Tenants[i].Namespace] = &args.Tenants[i]
 	}
@@ -115,7 +119,7 @@ func (pl *Quota) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, 
 		// Missing claims are DynamicResources' to report.
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
-	pool, err := gpupool.CycleSnapshot(ctx, cs, pl.dra)
+	pool, err := gpupool.CycleSnapshot(ctx, cs, pl.dra, &pl.views)
 	if err != nil {
 		return nil, fwk.AsStatus(err)
 	}
@@ -123,7 +127,7 @@ func (pl *Quota) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, 
 	for _, r := range requests {
 		ms := make([]*gpupool.Matcher, len(r.Tiers))
 		for i, t := range r.Tiers {
-			if m, err := gpupool.NewMatcher(pl.dra.DeviceClasses(), pl.celCache, nil, t); err == nil {
+			if m, err := gpupool.NewMatcher(pl.dra.DeviceClasses(), pl.celCache, pl.matches, t); err == nil {
 				ms[i] = m
 			}
 		}

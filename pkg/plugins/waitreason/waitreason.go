@@ -60,7 +60,11 @@ type WaitReason struct {
 	writer   *waits.Writer
 	clock    clock.PassiveClock
 	celCache *dracel.Cache
-	metrics  *pluginMetrics
+	// matches remembers selector results per device between cycles.
+	matches *gpupool.MatchCache
+	// views keeps the index of the published slices between cycles.
+	views   gpupool.SliceCache
+	metrics *pluginMetrics
 }
 
 // New builds the plugin. It takes no args.
@@ -81,6 +85,7 @@ func newWithClock(ctx context.Context, h fwk.Handle, clk clock.PassiveClock) (*W
 		writer:   waits.NewWriter(h.ClientSet(), h.EventRecorder(), clk),
 		clock:    clk,
 		celCache: gpupool.NewCELCache(),
+		matches:  gpupool.NewMatchCache(),
 		metrics:  registerMetrics(),
 	}
 	_, err := h.SharedInformerFactory().Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -157,7 +162,7 @@ func (pl *WaitReason) classify(ctx context.Context, cs fwk.CycleState, pod *v1.P
 	if err != nil {
 		return waits.Verdict{}, err
 	}
-	pool, err := gpupool.CycleSnapshot(ctx, cs, pl.dra)
+	pool, err := gpupool.CycleSnapshot(ctx, cs, pl.dra, &pl.views)
 	if err != nil {
 		return waits.Verdict{}, err
 	}
@@ -166,7 +171,7 @@ func (pl *WaitReason) classify(ctx context.Context, cs fwk.CycleState, pod *v1.P
 	for _, r := range requests {
 		var tiers []waits.TierCounts
 		for i := range r.Tiers {
-			m, err := gpupool.NewMatcher(pl.dra.DeviceClasses(), pl.celCache, nil, r.Tiers[i])
+			m, err := gpupool.NewMatcher(pl.dra.DeviceClasses(), pl.celCache, pl.matches, r.Tiers[i])
 			if err != nil {
 				tiers = append(tiers, waits.TierCounts{Label: waits.TierLabel(r, i) + " (" + err.Error() + ")", Need: int(r.Tiers[i].Count)})
 				continue
