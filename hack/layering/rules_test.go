@@ -38,6 +38,13 @@ func TestCheck(t *testing.T) {
 		{"schedule controller imports the evaluator", pkgOf("pkg/schedule/controller", "pkg/schedule", "pkg/schedule/validation"), ""},
 		{"library imports a binary", pkgOf("pkg/sandbox/run", "cmd/rota-sandbox"), "cmd/rota-sandbox"},
 		{"binary wires anything", pkgOf("cmd/rota-sandbox", "pkg/sandbox/run", "pkg/sim/vclock"), ""},
+		{"pool model imports the contract", pkgOf("pkg/gpupool", "pkg/apis/gpu/v1alpha1", "k8s.io/api/resource/v1"), ""},
+		{"pool model imports the wait reasons", pkgOf("pkg/gpupool", "pkg/waits"), "pkg/waits"},
+		{"pool model imports a plugin", pkgOf("pkg/gpupool", "pkg/plugins/cyclestate"), "pkg/plugins/cyclestate"},
+		{"tools read the pool model", pkgOf("pkg/poolreport", "pkg/gpupool"), ""},
+		{"reservation controller reads the pool model", pkgOf("pkg/reservation/controller", "pkg/gpupool", "pkg/reservation"), ""},
+		{"schedule preview reads the pool model", pkgOf("pkg/schedule/preview", "pkg/gpupool"), ""},
+		{"sandbox report reads the pool model", pkgOf("pkg/sandbox/report", "pkg/gpupool", "pkg/waits"), ""},
 		{"registry imports a controller", pkgOf("pkg/scheduler", "pkg/plugins/tiering", "pkg/schedule/controller"), "pkg/schedule/controller"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -17,7 +17,7 @@ import (
 
 	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
 	rotav1alpha1 "github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
-	"github.com/rota-dev/rota/pkg/waits"
+	"github.com/rota-dev/rota/pkg/gpupool"
 )
 
 // GPU is one GPU of the pool as `kubectl rota pool` shows it: where it is,
@@ -62,18 +62,24 @@ func List(ctx context.Context, client kubernetes.Interface, dyn dynamic.Interfac
 }
 
 // Rows joins slices, claims and reservations into one row per GPU of
-// driver, sorted by node and device.
+// driver, sorted by node and device. The join is the pool model's
+// (pkg/gpupool).
 func Rows(slices []resourceapi.ResourceSlice, claims []resourceapi.ResourceClaim, reservations []rotav1alpha1.GPUReservation, driver string) []GPU {
-	held := holdersByDevice(claims, driver)
+	var ofDriver []*resourceapi.ResourceSlice
+	for i := range slices {
+		if slices[i].Spec.Driver == driver {
+			ofDriver = append(ofDriver, &slices[i])
+		}
+	}
+	claimList := make([]*resourceapi.ResourceClaim, len(claims))
+	for i := range claims {
+		claimList[i] = &claims[i]
+	}
+	pool := gpupool.NewPool(ofDriver, claimList, nil)
 	byUUID := reservationsByUUID(reservations)
-	var rows []GPU
-	for _, s := range slices {
-		if s.Spec.Driver != driver || s.Spec.NodeName == nil {
-			continue
-		}
-		for i := range s.Spec.Devices {
-			rows = append(rows, deviceRow(&s, &s.Spec.Devices[i], driver, held, byUUID))
-		}
+	rows := make([]GPU, 0, len(pool.ByID))
+	for _, d := range pool.Devices() {
+		rows = append(rows, deviceRow(d, byUUID))
 	}
 	sort.Slice(rows, func(i, j int) bool {
 		if rows[i].Node != rows[j].Node {
@@ -84,43 +90,23 @@ func Rows(slices []resourceapi.ResourceSlice, claims []resourceapi.ResourceClaim
 	return rows
 }
 
-// holder is who holds one device: pods, their namespaces, VRAM consumed.
-type holder struct {
-	pods    []string
-	tenants []string
-	usedMiB int64
-}
-
-// holdersByDevice indexes the allocated claims of driver by "pool/device".
-func holdersByDevice(claims []resourceapi.ResourceClaim, driver string) map[string]*holder {
-	held := map[string]*holder{}
-	for _, c := range claims {
-		if c.Status.Allocation == nil {
-			continue
+// holders lists who holds d: the consumers of each claim allocated it (or
+// the claim, when it is reserved for no one), their namespaces, and the
+// VRAM the claims consume.
+func holders(d *gpupool.Device) (pods, tenants []string, usedMiB int64) {
+	for _, a := range d.Allocations {
+		for _, ref := range a.ReservedFor {
+			pods = append(pods, a.Claim.Namespace+"/"+ref.Name)
 		}
-		for _, r := range c.Status.Allocation.Devices.Results {
-			if r.Driver != driver {
-				continue
-			}
-			key := r.Pool + "/" + r.Device
-			h := held[key]
-			if h == nil {
-				h = &holder{}
-				held[key] = h
-			}
-			for _, ref := range c.Status.ReservedFor {
-				h.pods = append(h.pods, c.Namespace+"/"+ref.Name)
-			}
-			if len(c.Status.ReservedFor) == 0 {
-				h.pods = append(h.pods, c.Namespace+"/(claim "+c.Name+")")
-			}
-			h.tenants = append(h.tenants, c.Namespace)
-			if q, ok := r.ConsumedCapacity[gpuv1.CapacityMemory]; ok {
-				h.usedMiB += q.Value() >> 20
-			}
+		if len(a.ReservedFor) == 0 {
+			pods = append(pods, a.Claim.Namespace+"/(claim "+a.Claim.Name+")")
+		}
+		tenants = append(tenants, a.Claim.Namespace)
+		if q, ok := a.Consumed[gpuv1.CapacityMemory]; ok {
+			usedMiB += q.Value() >> 20
 		}
 	}
-	return held
+	return pods, tenants, usedMiB
 }
 
 // resv is the reservation holding a GPU and its VRAM budget per GPU.
@@ -140,15 +126,14 @@ func reservationsByUUID(reservations []rotav1alpha1.GPUReservation) map[string]r
 	return byUUID
 }
 
-// deviceRow is the row of device d of slice s.
-func deviceRow(s *resourceapi.ResourceSlice, d *resourceapi.Device, driver string, held map[string]*holder, byUUID map[string]resv) GPU {
+// deviceRow is the row of device d.
+func deviceRow(d *gpupool.Device, byUUID map[string]resv) GPU {
 	row := GPU{
-		Node: *s.Spec.NodeName, Device: d.Name, Health: "Healthy",
-		Model: waits.StringAttribute(d, driver, gpuv1.AttributeModel), UUID: waits.StringAttribute(d, driver, gpuv1.AttributeUUID),
-		Shared: d.AllowMultipleAllocations != nil && *d.AllowMultipleAllocations,
+		Node: d.Node, Device: d.Device.Name, Health: "Healthy",
+		Model: d.Model(), UUID: d.UUID(), Shared: d.Shared(),
 	}
 	var taints []string
-	for _, t := range d.Taints {
+	for _, t := range d.Device.Taints {
 		if t.Effect == resourceapi.DeviceTaintEffectNoSchedule || t.Effect == resourceapi.DeviceTaintEffectNoExecute {
 			if t.Key == gpuv1.ReservedTaintKey {
 				continue
@@ -159,8 +144,9 @@ func deviceRow(s *resourceapi.ResourceSlice, d *resourceapi.Device, driver strin
 	if len(taints) > 0 {
 		row.Health = "Unhealthy(" + strings.Join(taints, ",") + ")"
 	}
-	if h := held[s.Spec.Pool.Name+"/"+d.Name]; h != nil {
-		row.Holders, row.Tenants, row.VRAMUsedMiB = dedupe(h.pods), dedupe(h.tenants), h.usedMiB
+	if len(d.Allocations) > 0 {
+		pods, tenants, used := holders(d)
+		row.Holders, row.Tenants, row.VRAMUsedMiB = dedupe(pods), dedupe(tenants), used
 	}
 	if r, ok := byUUID[row.UUID]; ok {
 		row.Reservation = r.name
@@ -169,7 +155,7 @@ func deviceRow(s *resourceapi.ResourceSlice, d *resourceapi.Device, driver strin
 		}
 	}
 	if row.Shared && row.VRAMMiB == 0 {
-		if q, ok := d.Capacity[gpuv1.CapacityMemory]; ok {
+		if q, ok := d.Device.Capacity[gpuv1.CapacityMemory]; ok {
 			row.VRAMMiB = q.Value.Value() >> 20
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/rota-dev/rota/pkg/gpupool"
 )
 
 // Holders answers what the classifier needs to know about the pods that
@@ -18,7 +20,7 @@ type Holders interface {
 }
 
 // TierLabel names tier i of a request in messages.
-func TierLabel(r Request, i int) string {
+func TierLabel(r gpupool.Request, i int) string {
 	if !r.Tiered {
 		return "request " + r.Name
 	}
@@ -27,7 +29,7 @@ func TierLabel(r Request, i int) string {
 
 // CountTier counts, node by node, the devices of the pool that tier i of r
 // could use, and who holds the others. priority is the waiting pod's.
-func CountTier(ctx context.Context, pool *Pool, m *Matcher, r Request, i int, priority int32, holders Holders) TierCounts {
+func CountTier(ctx context.Context, pool *gpupool.Pool, m *gpupool.Matcher, r gpupool.Request, i int, priority int32, holders Holders) TierCounts {
 	t := r.Tiers[i]
 	tc := TierCounts{
 		Label: TierLabel(r, i), Need: int(t.Count),
@@ -44,7 +46,7 @@ func CountTier(ctx context.Context, pool *Pool, m *Matcher, r Request, i int, pr
 			}
 			tc.Matching[node]++
 			switch {
-			case d.FreeFor(t) && BlockingTaint(d.Device, t.Tolerations) != nil:
+			case d.FreeFor(t) && gpupool.BlockingTaint(d.Device, t.Tolerations) != nil:
 				tc.Tainted[node]++
 			case d.FreeFor(t):
 				tc.Free[node]++
@@ -58,7 +60,7 @@ func CountTier(ctx context.Context, pool *Pool, m *Matcher, r Request, i int, pr
 
 // classifyHeld counts an allocated device as pinned (some holder must keep
 // running) or preemptible (every holder has lower priority).
-func classifyHeld(tc *TierCounts, node string, d *Device, priority int32, holders Holders) {
+func classifyHeld(tc *TierCounts, node string, d *gpupool.Device, priority int32, holders Holders) {
 	if holders == nil || len(d.Holders) == 0 {
 		return
 	}

@@ -17,7 +17,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	fwk "k8s.io/kube-scheduler/framework"
 
-	"github.com/rota-dev/rota/pkg/waits"
+	"github.com/rota-dev/rota/pkg/gpupool"
 )
 
 // Name is the plugin's name in KubeSchedulerConfiguration.
@@ -61,7 +61,7 @@ func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error
 	if dra := h.SharedDRAManager(); dra != nil {
 		pl.turn = &turnChecker{
 			pods: h.SharedInformerFactory().Core().V1().Pods().Lister(), dra: dra,
-			celCache: waits.NewCELCache(), pending: newPending(h.ProfileName()), activate: h,
+			celCache: gpupool.NewCELCache(), matches: gpupool.NewMatchCache(), pending: newPending(h.ProfileName()), activate: h,
 		}
 		_, err = h.SharedInformerFactory().Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    pl.turn.pending.update,

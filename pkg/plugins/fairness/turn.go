@@ -14,6 +14,7 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
+	"github.com/rota-dev/rota/pkg/gpupool"
 	"github.com/rota-dev/rota/pkg/waits"
 )
 
@@ -109,6 +110,10 @@ type turnChecker struct {
 	pods     corelisters.PodLister
 	dra      fwk.SharedDRAManager
 	celCache *dracel.Cache
+	// matches remembers selector results per device between cycles.
+	matches *gpupool.MatchCache
+	// views keeps the index of the published slices between cycles.
+	views    gpupool.SliceCache
 	pending  *pending
 	activate fwk.PodActivator
 }
@@ -174,14 +179,14 @@ func eligible(pod *v1.Pod) bool {
 // It ignores everything but devices; a pod that fails for other reasons
 // after its turn loses it at its next attempt.
 func (t *turnChecker) fitsNow(ctx context.Context, cs fwk.CycleState, pod *v1.Pod) bool {
-	requests, err := waits.PodRequests(t.dra, pod)
+	requests, err := gpupool.PodRequests(t.dra, pod)
 	if err != nil {
 		return false
 	}
 	if len(requests) == 0 {
 		return true
 	}
-	pool, err := waits.CycleSnapshot(ctx, cs, t.dra)
+	pool, err := gpupool.CycleSnapshot(ctx, cs, t.dra, &t.views)
 	if err != nil {
 		return false
 	}
@@ -193,17 +198,17 @@ func (t *turnChecker) fitsNow(ctx context.Context, cs fwk.CycleState, pod *v1.Po
 	return false
 }
 
-func (t *turnChecker) fitsOn(ctx context.Context, pool *waits.Pool, node string, requests []waits.Request) bool {
+func (t *turnChecker) fitsOn(ctx context.Context, pool *gpupool.Pool, node string, requests []gpupool.Request) bool {
 	for _, r := range requests {
 		ok := false
 		for _, tier := range r.Tiers {
-			m, err := waits.NewMatcher(t.dra, t.celCache, tier)
+			m, err := gpupool.NewMatcher(t.dra.DeviceClasses(), t.celCache, t.matches, tier)
 			if err != nil {
 				continue
 			}
 			free := int64(0)
 			for _, d := range pool.ByNode[node] {
-				if d.FreeFor(tier) && waits.BlockingTaint(d.Device, tier.Tolerations) == nil && m.Matches(ctx, d) {
+				if d.FreeFor(tier) && gpupool.BlockingTaint(d.Device, tier.Tolerations) == nil && m.Matches(ctx, d) {
 					free++
 				}
 			}

@@ -31,6 +31,7 @@ import (
 	"k8s.io/utils/clock"
 
 	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
+	"github.com/rota-dev/rota/pkg/gpupool"
 	"github.com/rota-dev/rota/pkg/waits"
 )
 
@@ -52,6 +53,10 @@ type Gang struct {
 	waitLimit time.Duration
 	writer    *waits.Writer
 	celCache  *dracel.Cache
+	// matches remembers selector results per device between cycles.
+	matches *gpupool.MatchCache
+	// views keeps the index of the published slices between cycles.
+	views gpupool.SliceCache
 
 	mu sync.Mutex
 	// holds maps a gang to its members that are reserved but not bound.
@@ -68,7 +73,8 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 		handle: h, pods: h.SharedInformerFactory().Core().V1().Pods().Lister(),
 		waitLimit: args.WaitLimit.Duration,
 		writer:    waits.NewWriter(h.ClientSet(), h.EventRecorder(), clock.RealClock{}),
-		celCache:  waits.NewCELCache(),
+		celCache:  gpupool.NewCELCache(),
+		matches:   gpupool.NewMatchCache(),
 		holds:     map[types.NamespacedName]sets.Set[types.UID]{},
 	}
 	pl.writer.Run(ctx, 1)
@@ -160,29 +166,29 @@ func (pl *Gang) poolFits(ctx context.Context, cs fwk.CycleState, key types.Names
 	if err != nil {
 		return 0, 0, true
 	}
-	pool, err := waits.CycleSnapshot(ctx, cs, dra)
+	pool, err := gpupool.CycleSnapshot(ctx, cs, dra, &pl.views)
 	if err != nil {
 		return 0, 0, true
 	}
-	usable := sets.New[*waits.Device]()
+	usable := sets.New[*gpupool.Device]()
 	for _, p := range pods {
 		if p.Spec.NodeName != "" || p.DeletionTimestamp != nil {
 			continue
 		}
-		requests, err := waits.PodRequests(dra, p)
+		requests, err := gpupool.PodRequests(dra, p)
 		if err != nil {
 			return 0, 0, true
 		}
 		for _, r := range requests {
 			need += r.Tiers[0].Count
 			for _, t := range r.Tiers {
-				m, err := waits.NewMatcher(dra, pl.celCache, t)
+				m, err := gpupool.NewMatcher(dra.DeviceClasses(), pl.celCache, pl.matches, t)
 				if err != nil {
 					continue
 				}
 				for _, node := range pool.Nodes {
 					for _, d := range pool.ByNode[node] {
-						if d.FreeFor(t) && waits.BlockingTaint(d.Device, t.Tolerations) == nil && m.Matches(ctx, d) {
+						if d.FreeFor(t) && gpupool.BlockingTaint(d.Device, t.Tolerations) == nil && m.Matches(ctx, d) {
 							usable.Insert(d)
 						}
 					}

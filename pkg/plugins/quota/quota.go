@@ -28,6 +28,7 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
+	"github.com/rota-dev/rota/pkg/gpupool"
 	"github.com/rota-dev/rota/pkg/plugins/cyclestate"
 	"github.com/rota-dev/rota/pkg/waits"
 )
@@ -52,6 +53,10 @@ type Quota struct {
 	args     *QuotaArgs
 	tenants  map[string]*TenantLimits
 	celCache *dracel.Cache
+	// matches remembers selector results per device between cycles.
+	matches *gpupool.MatchCache
+	// views keeps the index of the published slices between cycles.
+	views gpupool.SliceCache
 
 	// inFlight holds the charges of claims between Reserve and PostBind,
 	// before their allocation is visible in the claim tracker.
@@ -75,7 +80,7 @@ func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error
 	if dra == nil {
 		return nil, fmt.Errorf("%s needs the scheduler's shared DRA manager (DynamicResourceAllocation disabled?)", Name)
 	}
-	pl := &Quota{dra: dra, args: args, tenants: map[string]*TenantLimits{}, celCache: waits.NewCELCache(), inFlight: map[types.UID]charge{}}
+	pl := &Quota{dra: dra, args: args, tenants: map[string]*TenantLimits{}, celCache: gpupool.NewCELCache(), matches: gpupool.NewMatchCache(), inFlight: map[types.UID]charge{}}
 	for i := range args.Tenants {
 		pl.tenants[args.Tenants[i].Namespace] = &args.Tenants[i]
 	}
@@ -90,9 +95,9 @@ func (pl *Quota) Name() string { return Name }
 type preFilterState struct {
 	tenant   *TenantLimits
 	usage    map[string]int64
-	pool     *waits.Pool
-	requests []waits.Request
-	matchers [][]*waits.Matcher // per request, per tier; nil where the class is missing
+	pool     *gpupool.Pool
+	requests []gpupool.Request
+	matchers [][]*gpupool.Matcher // per request, per tier; nil where the class is missing
 }
 
 func (s *preFilterState) Clone() fwk.StateData { return s }
@@ -109,20 +114,20 @@ func (pl *Quota) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, 
 	if tenant == nil || len(tenant.Limits) == 0 || len(pod.Spec.ResourceClaims) == 0 {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
-	requests, err := waits.PodRequests(pl.dra, pod)
+	requests, err := gpupool.PodRequests(pl.dra, pod)
 	if err != nil || len(requests) == 0 {
 		// Missing claims are DynamicResources' to report.
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
-	pool, err := waits.CycleSnapshot(ctx, cs, pl.dra)
+	pool, err := gpupool.CycleSnapshot(ctx, cs, pl.dra, &pl.views)
 	if err != nil {
 		return nil, fwk.AsStatus(err)
 	}
 	s := &preFilterState{tenant: tenant, pool: pool, requests: requests, usage: pl.usage(pod.Namespace, pool)}
 	for _, r := range requests {
-		ms := make([]*waits.Matcher, len(r.Tiers))
+		ms := make([]*gpupool.Matcher, len(r.Tiers))
 		for i, t := range r.Tiers {
-			if m, err := waits.NewMatcher(pl.dra, pl.celCache, t); err == nil {
+			if m, err := gpupool.NewMatcher(pl.dra.DeviceClasses(), pl.celCache, pl.matches, t); err == nil {
 				ms[i] = m
 			}
 		}
@@ -150,7 +155,7 @@ func (pl *Quota) reject(ctx context.Context, pod *v1.Pod, tenant *TenantLimits, 
 
 // usage counts the devices per model the namespace holds: allocated claims
 // in the tracker and claims reserved in this scheduler but not bound yet.
-func (pl *Quota) usage(namespace string, pool *waits.Pool) map[string]int64 {
+func (pl *Quota) usage(namespace string, pool *gpupool.Pool) map[string]int64 {
 	use := map[string]int64{}
 	pl.mu.Lock()
 	counted := sets.New[types.UID]()
@@ -180,14 +185,14 @@ func (pl *Quota) usage(namespace string, pool *waits.Pool) map[string]int64 {
 }
 
 // chargeOf counts an allocation's devices per model.
-func (pl *Quota) chargeOf(alloc *resourceapi.AllocationResult, pool *waits.Pool) map[string]int64 {
+func (pl *Quota) chargeOf(alloc *resourceapi.AllocationResult, pool *gpupool.Pool) map[string]int64 {
 	out := map[string]int64{}
 	for _, r := range alloc.Devices.Results {
 		d, ok := pool.ByID[structured.MakeDeviceID(r.Driver, r.Pool, r.Device)]
 		if !ok {
 			continue
 		}
-		if m := waits.StringAttribute(d.Device, r.Driver, resourceapi.QualifiedName(pl.args.ModelAttribute)); m != "" {
+		if m := gpupool.StringAttribute(d.Device, r.Driver, resourceapi.QualifiedName(pl.args.ModelAttribute)); m != "" {
 			out[m]++
 		}
 	}
@@ -220,7 +225,7 @@ func (s *preFilterState) unreachable(ctx context.Context, attr string) string {
 			for _, node := range s.pool.Nodes {
 				for _, d := range s.pool.ByNode[node] {
 					if m.Matches(ctx, d) {
-						models[waits.StringAttribute(d.Device, d.ID.Driver.String(), resourceapi.QualifiedName(attr))]++
+						models[gpupool.StringAttribute(d.Device, d.ID.Driver.String(), resourceapi.QualifiedName(attr))]++
 					}
 				}
 			}
@@ -300,9 +305,9 @@ func (s *preFilterState) wouldGrant(ctx context.Context, node, attr string) (map
 			if m == nil {
 				continue
 			}
-			var pick []*waits.Device
+			var pick []*gpupool.Device
 			for _, d := range s.pool.ByNode[node] {
-				if taken.Has(d.ID) || !d.FreeFor(t) || waits.BlockingTaint(d.Device, t.Tolerations) != nil || !m.Matches(ctx, d) {
+				if taken.Has(d.ID) || !d.FreeFor(t) || gpupool.BlockingTaint(d.Device, t.Tolerations) != nil || !m.Matches(ctx, d) {
 					continue
 				}
 				pick = append(pick, d)
@@ -315,7 +320,7 @@ func (s *preFilterState) wouldGrant(ctx context.Context, node, attr string) (map
 			}
 			for _, d := range pick {
 				taken.Insert(d.ID)
-				if model := waits.StringAttribute(d.Device, d.ID.Driver.String(), resourceapi.QualifiedName(attr)); model != "" {
+				if model := gpupool.StringAttribute(d.Device, d.ID.Driver.String(), resourceapi.QualifiedName(attr)); model != "" {
 					grant[model]++
 				}
 			}

@@ -189,24 +189,8 @@ func (pl *Reservation) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1
 	if err != nil {
 		return nil, fwk.AsStatus(err)
 	}
-	for _, v := range sets.List(tolerated) {
-		ns, name, ok := rsv.ParseTaintValue(v)
-		if !ok || ns != pod.Namespace {
-			pl.metrics.refusals.WithLabelValues(ReasonNotMember).Inc()
-			return nil, unresolvable(ctx, pod, ReasonNotMember,
-				"a claim tolerates %s=%s, which is not a reservation of namespace %s; only members of a reservation, in its namespace, may use its GPUs",
-				gpuv1.ReservedTaintKey, v, pod.Namespace)
-		}
-		res, err := pl.get(ns, name)
-		if err != nil {
-			return nil, fwk.AsStatus(err)
-		}
-		if res != nil && rsv.MemberName(res, w) == "" {
-			pl.metrics.refusals.WithLabelValues(ReasonNotMember).Inc()
-			return nil, unresolvable(ctx, pod, ReasonNotMember,
-				"pod's workload (%s) is not a member of GPUReservation %s/%s (members: %s); membership follows the pod's controller, not its labels",
-				w, ns, name, memberList(res))
-		}
+	if st := pl.checkTolerated(ctx, pod, w, tolerated); st != nil {
+		return nil, st
 	}
 	res, member, err := pl.reservationOf(pod.Namespace, w, tolerated)
 	if err != nil {
@@ -215,6 +199,44 @@ func (pl *Reservation) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1
 	if res == nil {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
+	mem, timeSliced, st := pl.admitMember(ctx, pod, claims, res, member)
+	if st != nil {
+		return nil, st
+	}
+	cs.Write(preFilterStateKey, &preFilterState{res: res, member: member, memoryMiB: mem, timeSliced: timeSliced})
+	return &fwk.PreFilterResult{NodeNames: sets.New(res.Spec.NodeName)}, nil
+}
+
+// checkTolerated refuses a pod whose claims tolerate a reservation it is
+// not a member of, or that is not one of the pod's namespace.
+func (pl *Reservation) checkTolerated(ctx context.Context, pod *v1.Pod, w rsv.Workload, tolerated sets.Set[string]) *fwk.Status {
+	for _, v := range sets.List(tolerated) {
+		ns, name, ok := rsv.ParseTaintValue(v)
+		if !ok || ns != pod.Namespace {
+			pl.metrics.refusals.WithLabelValues(ReasonNotMember).Inc()
+			return unresolvable(ctx, pod, ReasonNotMember,
+				"a claim tolerates %s=%s, which is not a reservation of namespace %s; only members of a reservation, in its namespace, may use its GPUs",
+				gpuv1.ReservedTaintKey, v, pod.Namespace)
+		}
+		res, err := pl.get(ns, name)
+		if err != nil {
+			return fwk.AsStatus(err)
+		}
+		if res != nil && rsv.MemberName(res, w) == "" {
+			pl.metrics.refusals.WithLabelValues(ReasonNotMember).Inc()
+			return unresolvable(ctx, pod, ReasonNotMember,
+				"pod's workload (%s) is not a member of GPUReservation %s/%s (members: %s); membership follows the pod's controller, not its labels",
+				w, ns, name, memberList(res))
+		}
+	}
+	return nil
+}
+
+// admitMember checks that member pod of res can use the reserved GPUs: its
+// unallocated claims tolerate the reservation, it declares memoryMiB for a
+// time-sliced one within the per-GPU budget, and the reservation holds
+// GPUs. It returns the pod's declared memory and the reservation's mode.
+func (pl *Reservation) admitMember(ctx context.Context, pod *v1.Pod, claims []*resourceapi.ResourceClaim, res *rotav1.GPUReservation, member string) (memoryMiB int64, timeSliced bool, st *fwk.Status) {
 	self := rsv.TaintValue(res.Namespace, res.Name)
 	for _, c := range claims {
 		if c.Status.Allocation != nil {
@@ -222,32 +244,31 @@ func (pl *Reservation) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1
 		}
 		if values, _ := rsv.ClaimTolerations(c); !sets.New(values...).Has(self) {
 			pl.metrics.refusals.WithLabelValues(ReasonNotTolerated).Inc()
-			return nil, unresolvable(ctx, pod, ReasonNotTolerated,
+			return 0, false, unresolvable(ctx, pod, ReasonNotTolerated,
 				"pod is member %s of GPUReservation %s/%s but its claim %s does not tolerate %s=%s (NoSchedule), so it cannot use the reserved GPUs; add the toleration to the claim template",
 				member, res.Namespace, res.Name, c.Name, gpuv1.ReservedTaintKey, self)
 		}
 	}
 	mem, declared, err := memoryOf(claims)
 	if err != nil {
-		return nil, unresolvable(ctx, pod, ReasonNoMemory, "%v", err)
+		return 0, false, unresolvable(ctx, pod, ReasonNoMemory, "%v", err)
 	}
-	timeSliced := res.Spec.Mode == rotav1.ReservationTimeSliced
+	timeSliced = res.Spec.Mode == rotav1.ReservationTimeSliced
 	if timeSliced && !declared {
 		pl.metrics.refusals.WithLabelValues(ReasonNoMemory).Inc()
-		return nil, unresolvable(ctx, pod, ReasonNoMemory,
+		return 0, false, unresolvable(ctx, pod, ReasonNoMemory,
 			"pod is member %s of time-sliced GPUReservation %s/%s but none of its claims declares memoryMiB in a GpuConfig (apiVersion %s); a time-sliced reservation admits members by their VRAM budget",
 			member, res.Namespace, res.Name, gpuv1.APIVersion)
 	}
 	if len(res.Status.Devices) == 0 || res.Status.Phase == rotav1.ReservationPending || res.Status.Phase == rotav1.ReservationReleasing {
-		return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("%s: GPUReservation %s/%s holds no GPUs (phase %q)", ReasonNotHeld, res.Namespace, res.Name, res.Status.Phase))
+		return 0, false, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("%s: GPUReservation %s/%s holds no GPUs (phase %q)", ReasonNotHeld, res.Namespace, res.Name, res.Status.Phase))
 	}
 	if budget := res.Status.BudgetMiBPerGPU; declared && mem > budget {
 		pl.metrics.refusals.WithLabelValues(ReasonOvercommitted).Inc()
-		return nil, unresolvable(ctx, pod, ReasonOvercommitted,
+		return 0, false, unresolvable(ctx, pod, ReasonOvercommitted,
 			"pod asks %d MiB but GPUReservation %s/%s allows %d MiB per GPU", mem, res.Namespace, res.Name, budget)
 	}
-	cs.Write(preFilterStateKey, &preFilterState{res: res, member: member, memoryMiB: mem, timeSliced: timeSliced})
-	return &fwk.PreFilterResult{NodeNames: sets.New(res.Spec.NodeName)}, nil
+	return mem, timeSliced, nil
 }
 
 // PreFilterExtensions implements fwk.PreFilterPlugin. Filter reads the

@@ -10,7 +10,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/util"
 
-	"github.com/rota-dev/rota/pkg/waits"
+	"github.com/rota-dev/rota/pkg/gpupool"
 )
 
 // EventsToRegister names the cluster changes that can make a pod Tiering
@@ -46,7 +46,7 @@ func usableDevices(slice *resourceapi.ResourceSlice) int {
 	}
 	n := 0
 	for i := range slice.Spec.Devices {
-		if waits.BlockingTaint(&slice.Spec.Devices[i], nil) == nil {
+		if gpupool.BlockingTaint(&slice.Spec.Devices[i], nil) == nil {
 			n++
 		}
 	}

@@ -12,7 +12,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/dynamicresources"
 
 	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
-	"github.com/rota-dev/rota/pkg/waits"
+	"github.com/rota-dev/rota/pkg/gpupool"
 )
 
 // Rejection reasons, per node and tier, as users read them.
@@ -93,14 +93,14 @@ func (pl *Tiering) PostFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Po
 	}
 	var parts []string
 	for _, req := range s.requests {
-		for ti, tier := range req.tiers {
+		for ti, tier := range req.Tiers {
 			sum, err := pl.summarizeTier(ctx, inv, nodes, statuses, tier)
 			if err != nil {
 				return nil, statusError(logger, err)
 			}
-			sum.label = fmt.Sprintf("tier %d/%d %s", ti+1, len(req.tiers), tier.name)
+			sum.label = fmt.Sprintf("tier %d/%d %s", ti+1, len(req.Tiers), tier.Name)
 			if len(s.requests) > 1 {
-				sum.label = req.name + " " + sum.label
+				sum.label = req.Name + " " + sum.label
 			}
 			parts = append(parts, sum.String())
 		}
@@ -110,12 +110,12 @@ func (pl *Tiering) PostFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Po
 	return nil, fwk.NewStatus(fwk.Unschedulable, msg)
 }
 
-func (pl *Tiering) summarizeTier(ctx context.Context, inv *inventory, nodes []fwk.NodeInfo, statuses fwk.NodeToStatusReader, tier tierChoice) (tierSummary, error) {
+func (pl *Tiering) summarizeTier(ctx context.Context, inv *gpupool.Inventory, nodes []fwk.NodeInfo, statuses fwk.NodeToStatusReader, tier gpupool.Tier) (tierSummary, error) {
 	sum := tierSummary{nodes: len(nodes), reasons: map[string]int{}}
 	m, err := pl.matcherFor(tier)
 	if err != nil {
 		// A missing class rejects the tier on every node alike.
-		sum.reasons[fmt.Sprintf("%s (device class %s not found)", reasonConstraint, tier.className)] = len(nodes)
+		sum.reasons[fmt.Sprintf("%s (device class %s not found)", reasonConstraint, tier.Class)] = len(nodes)
 		pl.metrics.rejections.WithLabelValues("constraint").Add(float64(len(nodes)))
 		return sum, nil //nolint:nilerr // reported in the message
 	}
@@ -144,11 +144,11 @@ func (pl *Tiering) summarizeTier(ctx context.Context, inv *inventory, nodes []fw
 
 // judgeTier decides whether the node has enough free, untainted devices
 // for the tier, and if not, the reason that explains most of the gap.
-func (pl *Tiering) judgeTier(ctx context.Context, inv *inventory, node string, tier tierChoice, m *matcher) (tierVerdict, error) {
+func (pl *Tiering) judgeTier(ctx context.Context, inv *gpupool.Inventory, node string, tier gpupool.Tier, m *gpupool.Matcher) (tierVerdict, error) {
 	var matching, free, tainted int
 	var taintKey, taintValue, failing string
-	for _, nd := range inv.byNode[node] {
-		f, err := m.firstFailing(ctx, nd.id.Driver.String(), nd.device)
+	for _, nd := range inv.ByNode[node] {
+		f, err := m.FirstFailing(ctx, nd.ID.Driver.String(), nd.Device)
 		if err != nil {
 			return tierVerdict{}, err
 		}
@@ -159,19 +159,19 @@ func (pl *Tiering) judgeTier(ctx context.Context, inv *inventory, node string, t
 			continue
 		}
 		matching++
-		if t := waits.BlockingTaint(nd.device, tier.tolerates); t != nil {
+		if t := gpupool.BlockingTaint(nd.Device, tier.Tolerations); t != nil {
 			tainted++
 			if taintKey == "" {
 				taintKey, taintValue = t.Key, t.Value
 			}
 			continue
 		}
-		if !inv.allocated.Has(nd.id) {
+		if inv.Free(nd.ID) {
 			free++
 		}
 	}
-	need := int(tier.count)
-	if tier.allMode {
+	need := int(tier.Count)
+	if tier.All {
 		need = matching
 	}
 	switch {
@@ -179,7 +179,7 @@ func (pl *Tiering) judgeTier(ctx context.Context, inv *inventory, node string, t
 		return tierVerdict{reason: reasonNoFreeDevice + " (no devices published)", metric: "no_free_device"}, nil
 	case matching == 0:
 		return tierVerdict{reason: fmt.Sprintf("%s: %s", reasonConstraint, failing), metric: "constraint"}, nil
-	case free >= need && (!tier.allMode || tainted == 0):
+	case free >= need && (!tier.All || tainted == 0):
 		return tierVerdict{}, nil
 	case tainted > 0 && free+tainted >= need && taintKey == gpuv1.ReservedTaintKey:
 		return tierVerdict{reason: reservedReason(taintValue), metric: reasonReserved}, nil
@@ -197,11 +197,11 @@ func (pl *Tiering) judgeTier(ctx context.Context, inv *inventory, node string, t
 // reservedReason names the reservation holding a GPU from its taint value
 // "<namespace>.<name>".
 func reservedReason(value string) string {
-	ns, name, ok := strings.Cut(value, ".")
+	ref, ok := gpupool.Reservation(value)
 	if !ok {
 		return reasonReserved
 	}
-	return fmt.Sprintf("%s by GPUReservation %s/%s", reasonReserved, ns, name)
+	return fmt.Sprintf("%s by GPUReservation %s", reasonReserved, ref)
 }
 
 // statusError logs where an internal error came from and wraps it.

@@ -5,6 +5,8 @@ import (
 	"sync"
 
 	resourceapi "k8s.io/api/resource/v1"
+
+	"github.com/rota-dev/rota/pkg/gpupool"
 )
 
 // The fast path ranks a node without running the structured allocator, for
@@ -46,92 +48,25 @@ func simpleClaimShape(claims []*resourceapi.ResourceClaim) bool {
 	return true
 }
 
-// simpleDevice reports whether the allocator treats d as a plain, whole
-// device that is either free or allocated, with nothing else to consider.
-func simpleDevice(d *resourceapi.Device) bool {
-	return len(d.ConsumesCounters) == 0 &&
-		(d.AllowMultipleAllocations == nil || !*d.AllowMultipleAllocations) &&
-		(d.BindsToNode == nil || !*d.BindsToNode) &&
-		len(d.BindingConditions) == 0 && len(d.BindingFailureConditions) == 0 &&
-		d.NodeName == nil && d.NodeSelector == nil && (d.AllNodes == nil || !*d.AllNodes)
-}
-
-// markComplexNodes records in v the nodes whose devices the fast path
-// cannot rank: a device that is not simple, a pool whose slices are from
-// more than one generation or not all present (the allocator then reasons
-// about the pool as a whole), or a repeated device name.
-func (v *sliceView) markComplexNodes() {
-	type poolKey struct{ driver, pool string }
-	type poolSeen struct {
-		generation int64
-		want       int64
-		slices     int64
-		mixed      bool
-	}
-	pools := map[string]map[poolKey]*poolSeen{}
-	v.complexNodes = map[string]bool{}
-	for _, slice := range v.slices {
-		if slice.Spec.NodeName == nil {
-			continue
-		}
-		node := *slice.Spec.NodeName
-		if pools[node] == nil {
-			pools[node] = map[poolKey]*poolSeen{}
-		}
-		k := poolKey{slice.Spec.Driver, slice.Spec.Pool.Name}
-		p := pools[node][k]
-		if p == nil {
-			p = &poolSeen{generation: slice.Spec.Pool.Generation, want: slice.Spec.Pool.ResourceSliceCount}
-			pools[node][k] = p
-		}
-		if p.generation != slice.Spec.Pool.Generation || p.want != slice.Spec.Pool.ResourceSliceCount {
-			p.mixed = true
-		}
-		p.slices++
-		if slice.Spec.PerDeviceNodeSelection != nil && *slice.Spec.PerDeviceNodeSelection {
-			v.complexNodes[node] = true
-		}
-		for i := range slice.Spec.Devices {
-			if !simpleDevice(&slice.Spec.Devices[i]) {
-				v.complexNodes[node] = true
-			}
-		}
-	}
-	for node, byPool := range pools {
-		for _, p := range byPool {
-			if p.mixed || p.slices != p.want {
-				v.complexNodes[node] = true
-			}
-		}
-		seen := map[string]bool{}
-		for _, nd := range v.byNode[node] {
-			if seen[nd.id.String()] {
-				v.complexNodes[node] = true
-			}
-			seen[nd.id.String()] = true
-		}
-	}
-}
-
 // fastPathFor reports whether node can be ranked by counting.
-func (inv *inventory) fastPathFor(s *preFilterState, node string) bool {
-	return s.simple && len(inv.sharedSlices) == 0 && !inv.complexNodes[node]
+func fastPathFor(s *preFilterState, inv *gpupool.Inventory, node string) bool {
+	return s.simple && !inv.HasSharedSlices() && inv.Plain(node)
 }
 
 // rankByCounting ranks node for a simple claim: the first tier with enough
 // free matching devices is the one the allocator would pick.
-func (pl *Tiering) rankByCounting(ctx context.Context, s *preFilterState, inv *inventory, node string, matchers *sync.Map) (nodeRank, error) {
+func (pl *Tiering) rankByCounting(ctx context.Context, s *preFilterState, inv *gpupool.Inventory, node string, matchers *sync.Map) (nodeRank, error) {
 	r := nodeRank{Node: node}
 	req := s.requests[0]
-	for ti, tier := range req.tiers {
-		free, err := pl.freeMatching(ctx, inv, node, req.name+"/"+tier.name, tier, matchers)
+	for ti, tier := range req.Tiers {
+		free, err := pl.freeMatching(ctx, inv, node, req.Ref(ti), tier, matchers)
 		if err != nil {
 			return r, err
 		}
-		if int64(free) >= tier.count {
+		if int64(free) >= tier.Count {
 			r.Feasible = true
 			r.Tier = ti
-			r.Stranded = free - int(tier.count)
+			r.Stranded = free - int(tier.Count)
 			return r, nil
 		}
 	}

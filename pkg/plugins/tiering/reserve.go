@@ -13,8 +13,8 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
+	"github.com/rota-dev/rota/pkg/gpupool"
 	"github.com/rota-dev/rota/pkg/plugins/cyclestate"
-	"github.com/rota-dev/rota/pkg/waits"
 )
 
 // grantedDevice is one device DynamicResources allocated for a tiered request.
@@ -66,8 +66,8 @@ func (pl *Tiering) Reserve(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, 
 				id:       structured.MakeDeviceID(res.Driver, res.Pool, res.Device),
 				request:  res.Request,
 				tier:     ti,
-				tiers:    len(req.tiers),
-				tierName: req.tiers[ti].name,
+				tiers:    len(req.Tiers),
+				tierName: req.Tiers[ti].Name,
 			})
 		}
 	}
@@ -116,24 +116,24 @@ func (pl *Tiering) recheck(ctx context.Context, pod *v1.Pod, s *preFilterState, 
 		}
 		var tol []resourceapi.DeviceToleration
 		if req, ti, ok := requestTierByRef(s, g.request); ok {
-			tol = req.tiers[ti].tolerates
+			tol = req.Tiers[ti].Tolerations
 		}
-		if t := waits.BlockingTaint(d, tol); t != nil {
+		if t := gpupool.BlockingTaint(d, tol); t != nil {
 			pl.metrics.healthRechecks.WithLabelValues("tainted").Inc()
 			return statusUnschedulable(logger, fmt.Sprintf("device %s on node %s turned unhealthy before binding (taint %s)", g.id, p.node, t.Key), "pod", klog.KObj(pod))
 		}
-		g.uuid = waits.StringAttribute(d, g.id.Driver.String(), gpuv1.AttributeUUID)
-		g.model = waits.StringAttribute(d, g.id.Driver.String(), gpuv1.AttributeModel)
+		g.uuid = gpupool.StringAttribute(d, g.id.Driver.String(), gpuv1.AttributeUUID)
+		g.model = gpupool.StringAttribute(d, g.id.Driver.String(), gpuv1.AttributeModel)
 	}
 	pl.metrics.healthRechecks.WithLabelValues("ok").Inc()
 	return nil
 }
 
-func requestTierByRef(s *preFilterState, ref string) (*tieredRequest, int, bool) {
+func requestTierByRef(s *preFilterState, ref string) (*gpupool.Request, int, bool) {
 	for i := range s.requests {
 		r := &s.requests[i]
-		for ti, t := range r.tiers {
-			if r.name+"/"+t.name == ref {
+		for ti := range r.Tiers {
+			if r.Ref(ti) == ref {
 				return r, ti, true
 			}
 		}

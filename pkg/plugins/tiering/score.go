@@ -14,8 +14,8 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
+	"github.com/rota-dev/rota/pkg/gpupool"
 	"github.com/rota-dev/rota/pkg/plugins/cyclestate"
-	"github.com/rota-dev/rota/pkg/waits"
 )
 
 // nodeRank is what Tiering knows about one feasible node. Nodes are ordered
@@ -116,15 +116,15 @@ func (pl *Tiering) PreScore(ctx context.Context, cs fwk.CycleState, pod *v1.Pod,
 }
 
 // rankNode computes one node's rank. It is safe for concurrent use.
-func (pl *Tiering) rankNode(ctx context.Context, s *preFilterState, inv *inventory, node *v1.Node, matchers *sync.Map) (nodeRank, error) {
-	if inv.fastPathFor(s, node.Name) {
+func (pl *Tiering) rankNode(ctx context.Context, s *preFilterState, inv *gpupool.Inventory, node *v1.Node, matchers *sync.Map) (nodeRank, error) {
+	if fastPathFor(s, inv, node.Name) {
 		return pl.rankByCounting(ctx, s, inv, node.Name, matchers)
 	}
 	r := nodeRank{Node: node.Name}
 	// The allocator scans every slice it is given on each call. Given only
 	// the slices that can offer devices to this node, it finds the same
 	// allocation without the cost growing with the cluster.
-	allocator, err := structured.NewAllocator(ctx, pl.features, inv.state, pl.dra.DeviceClasses(), inv.slicesFor(node.Name), pl.celCache)
+	allocator, err := structured.NewAllocator(ctx, pl.features, inv.State, pl.dra.DeviceClasses(), inv.SlicesFor(node.Name), pl.celCache)
 	if err != nil {
 		return r, fmt.Errorf("create allocator: %w", err)
 	}
@@ -141,11 +141,11 @@ func (pl *Tiering) rankNode(ctx context.Context, s *preFilterState, inv *invento
 			used[res.Request]++
 		}
 		for _, req := range s.requests {
-			if req.claim != claim {
+			if req.Claim != claim {
 				continue
 			}
-			for ti, tier := range req.tiers {
-				ref := req.name + "/" + tier.name
+			for ti, tier := range req.Tiers {
+				ref := req.Ref(ti)
 				n, ok := used[ref]
 				if !ok {
 					continue
@@ -164,24 +164,24 @@ func (pl *Tiering) rankNode(ctx context.Context, s *preFilterState, inv *invento
 
 // freeMatching counts the node's unallocated, untainted devices that a
 // tier's class and selectors accept.
-func (pl *Tiering) freeMatching(ctx context.Context, inv *inventory, node, ref string, tier tierChoice, matchers *sync.Map) (int, error) {
-	var m *matcher
+func (pl *Tiering) freeMatching(ctx context.Context, inv *gpupool.Inventory, node, ref string, tier gpupool.Tier, matchers *sync.Map) (int, error) {
+	var m *gpupool.Matcher
 	if v, ok := matchers.Load(ref); ok {
-		m = v.(*matcher)
+		m = v.(*gpupool.Matcher)
 	} else {
 		nm, err := pl.matcherFor(tier)
 		if err != nil {
 			return 0, err
 		}
 		v, _ = matchers.LoadOrStore(ref, nm)
-		m = v.(*matcher)
+		m = v.(*gpupool.Matcher)
 	}
 	free := 0
-	for _, nd := range inv.byNode[node] {
-		if inv.allocated.Has(nd.id) || waits.BlockingTaint(nd.device, tier.tolerates) != nil {
+	for _, nd := range inv.ByNode[node] {
+		if !inv.Free(nd.ID) || gpupool.BlockingTaint(nd.Device, tier.Tolerations) != nil {
 			continue
 		}
-		failing, err := m.firstFailing(ctx, nd.id.Driver.String(), nd.device)
+		failing, err := m.FirstFailing(ctx, nd.ID.Driver.String(), nd.Device)
 		if err != nil {
 			return 0, err
 		}
@@ -206,14 +206,14 @@ func (pl *Tiering) ScoreExtensions() fwk.ScoreExtensions { return nil }
 
 // requestTier returns the tier index and count of a "<request>/<sub>"
 // result reference within the pod's tiered requests.
-func requestTier(s *preFilterState, claim *resourceapi.ResourceClaim, ref string) (req *tieredRequest, index int, ok bool) {
+func requestTier(s *preFilterState, claim *resourceapi.ResourceClaim, ref string) (req *gpupool.Request, index int, ok bool) {
 	for i := range s.requests {
 		r := &s.requests[i]
-		if r.claim.UID != claim.UID {
+		if r.Claim.UID != claim.UID {
 			continue
 		}
-		for ti, t := range r.tiers {
-			if r.name+"/"+t.name == ref {
+		for ti := range r.Tiers {
+			if r.Ref(ti) == ref {
 				return r, ti, true
 			}
 		}

@@ -26,6 +26,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/dynamicresources"
 	plfeature "k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
 
+	"github.com/rota-dev/rota/pkg/gpupool"
 	"github.com/rota-dev/rota/pkg/plugins/cyclestate"
 )
 
@@ -60,8 +61,8 @@ type Tiering struct {
 	features structured.Features
 	celCache *cel.Cache
 	metrics  *pluginMetrics
-	matches  *matchCache
-	views    *sliceViewCache
+	matches  *gpupool.MatchCache
+	views    *gpupool.SliceCache
 }
 
 // New builds the plugin from the profile's args.
@@ -92,8 +93,8 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 		dra:      dra,
 		features: dynamicresources.AllocatorFeatures(fts),
 		celCache: cel.NewCache(32, celFeatures),
-		matches:  newMatchCache(),
-		views:    &sliceViewCache{},
+		matches:  gpupool.NewMatchCache(),
+		views:    &gpupool.SliceCache{},
 		metrics:  registerMetrics(),
 	}, nil
 }
@@ -101,30 +102,13 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 // Name implements fwk.Plugin.
 func (pl *Tiering) Name() string { return Name }
 
-// tierChoice is one subrequest of a firstAvailable list.
-type tierChoice struct {
-	name      string
-	className string
-	selectors []string
-	count     int64
-	allMode   bool
-	tolerates []resourceapi.DeviceToleration
-}
-
-// tieredRequest is one request of one of the pod's claims that lists
-// alternatives; index in tiers is the tier rank (0 = most preferred).
-type tieredRequest struct {
-	claim *resourceapi.ResourceClaim
-	name  string
-	tiers []tierChoice
-}
-
 // preFilterState is what PreFilter learns about the pod: the claims that
-// still need an allocation and their tiered requests. It never changes
+// still need an allocation and their tiered (firstAvailable) requests;
+// index in a request's Tiers is the tier rank (0 = most preferred). It never changes
 // after PreFilter, so Clone may share it.
 type preFilterState struct {
 	claims   []*resourceapi.ResourceClaim
-	requests []tieredRequest
+	requests []gpupool.Request
 	// simple is true when the claims have the shape the fast path ranks
 	// by counting devices (see fastpath.go).
 	simple bool
@@ -157,7 +141,7 @@ func (pl *Tiering) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod
 			continue
 		}
 		s.claims = append(s.claims, claim)
-		s.requests = append(s.requests, tieredRequestsOf(claim)...)
+		s.requests = append(s.requests, gpupool.TieredRequests(claim)...)
 	}
 	if len(s.requests) == 0 {
 		return nil, fwk.NewStatus(fwk.Skip)
@@ -171,36 +155,6 @@ func (pl *Tiering) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod
 // PreFilterExtensions implements fwk.PreFilterPlugin; the state does not
 // depend on other pods.
 func (pl *Tiering) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
-
-func tieredRequestsOf(claim *resourceapi.ResourceClaim) []tieredRequest {
-	var out []tieredRequest
-	for _, req := range claim.Spec.Devices.Requests {
-		if len(req.FirstAvailable) == 0 {
-			continue
-		}
-		r := tieredRequest{claim: claim, name: req.Name}
-		for _, sub := range req.FirstAvailable {
-			t := tierChoice{
-				name:      sub.Name,
-				className: sub.DeviceClassName,
-				count:     sub.Count,
-				allMode:   sub.AllocationMode == resourceapi.DeviceAllocationModeAll,
-				tolerates: sub.Tolerations,
-			}
-			if t.count == 0 {
-				t.count = 1
-			}
-			for _, sel := range sub.Selectors {
-				if sel.CEL != nil {
-					t.selectors = append(t.selectors, sel.CEL.Expression)
-				}
-			}
-			r.tiers = append(r.tiers, t)
-		}
-		out = append(out, r)
-	}
-	return out
-}
 
 // SignPod refuses opportunistic batching for pods with claims: two pods
 // with the same template still compete for individual devices, so one

@@ -30,6 +30,7 @@ import (
 	"k8s.io/utils/clock"
 
 	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
+	"github.com/rota-dev/rota/pkg/gpupool"
 	"github.com/rota-dev/rota/pkg/waits"
 )
 
@@ -59,7 +60,11 @@ type WaitReason struct {
 	writer   *waits.Writer
 	clock    clock.PassiveClock
 	celCache *dracel.Cache
-	metrics  *pluginMetrics
+	// matches remembers selector results per device between cycles.
+	matches *gpupool.MatchCache
+	// views keeps the index of the published slices between cycles.
+	views   gpupool.SliceCache
+	metrics *pluginMetrics
 }
 
 // New builds the plugin. It takes no args.
@@ -79,7 +84,8 @@ func newWithClock(ctx context.Context, h fwk.Handle, clk clock.PassiveClock) (*W
 		pdbs:     h.SharedInformerFactory().Policy().V1().PodDisruptionBudgets().Lister(),
 		writer:   waits.NewWriter(h.ClientSet(), h.EventRecorder(), clk),
 		clock:    clk,
-		celCache: waits.NewCELCache(),
+		celCache: gpupool.NewCELCache(),
+		matches:  gpupool.NewMatchCache(),
 		metrics:  registerMetrics(),
 	}
 	_, err := h.SharedInformerFactory().Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -152,11 +158,11 @@ func (pl *WaitReason) classify(ctx context.Context, cs fwk.CycleState, pod *v1.P
 			a.Rejections[name] = st.Plugin() + ": " + msg
 		}
 	}
-	requests, err := waits.PodRequests(pl.dra, pod)
+	requests, err := gpupool.PodRequests(pl.dra, pod)
 	if err != nil {
 		return waits.Verdict{}, err
 	}
-	pool, err := waits.CycleSnapshot(ctx, cs, pl.dra)
+	pool, err := gpupool.CycleSnapshot(ctx, cs, pl.dra, &pl.views)
 	if err != nil {
 		return waits.Verdict{}, err
 	}
@@ -165,7 +171,7 @@ func (pl *WaitReason) classify(ctx context.Context, cs fwk.CycleState, pod *v1.P
 	for _, r := range requests {
 		var tiers []waits.TierCounts
 		for i := range r.Tiers {
-			m, err := waits.NewMatcher(pl.dra, pl.celCache, r.Tiers[i])
+			m, err := gpupool.NewMatcher(pl.dra.DeviceClasses(), pl.celCache, pl.matches, r.Tiers[i])
 			if err != nil {
 				tiers = append(tiers, waits.TierCounts{Label: waits.TierLabel(r, i) + " (" + err.Error() + ")", Need: int(r.Tiers[i].Count)})
 				continue

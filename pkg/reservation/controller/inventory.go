@@ -7,6 +7,7 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 
 	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
+	"github.com/rota-dev/rota/pkg/gpupool"
 )
 
 // GPU is one device of driver gpu.rota.dev on the reservation's node, as the
@@ -33,63 +34,39 @@ type deviceKey struct{ pool, device string }
 
 // NodeGPUs lists the GPUs the driver publishes for node, in index order
 // (then pool and device name), marking allocation and reservation by others.
-// claims are every claim of the cluster; rules every DeviceTaintRule.
+// claims are every claim of the cluster; rules every DeviceTaintRule. The
+// GPUs are read from the pool model (pkg/gpupool).
 func NodeGPUs(node string, sliceList []*resourceapi.ResourceSlice, claims []*resourceapi.ResourceClaim, rules []*resourceapi.DeviceTaintRule) []GPU {
-	allocated := map[deviceKey]bool{}
-	for _, c := range claims {
-		if c.Status.Allocation == nil {
-			continue
-		}
-		for _, r := range c.Status.Allocation.Devices.Results {
-			if r.Driver == gpuv1.DriverName {
-				allocated[deviceKey{r.Pool, r.Device}] = true
-			}
-		}
-	}
-	reserved := map[deviceKey]string{}
-	for _, r := range rules {
-		sel := r.Spec.DeviceSelector
-		if r.Spec.Taint.Key != gpuv1.ReservedTaintKey || sel == nil || sel.Pool == nil || sel.Device == nil {
-			continue
-		}
-		if sel.Driver != nil && *sel.Driver != gpuv1.DriverName {
-			continue
-		}
-		reserved[deviceKey{*sel.Pool, *sel.Device}] = r.Spec.Taint.Value
-	}
-	var out []GPU
+	var local []*resourceapi.ResourceSlice
 	for _, s := range sliceList {
-		if s.Spec.Driver != gpuv1.DriverName || s.Spec.NodeName == nil || *s.Spec.NodeName != node {
-			continue
+		if s.Spec.Driver == gpuv1.DriverName && s.Spec.NodeName != nil && *s.Spec.NodeName == node {
+			local = append(local, s)
 		}
-		for i := range s.Spec.Devices {
-			d := &s.Spec.Devices[i]
-			g := GPU{Pool: s.Spec.Pool.Name, Device: d.Name, Healthy: true}
-			if a, ok := d.Attributes[gpuv1.AttributeUUID]; ok && a.StringValue != nil {
-				g.UUID = *a.StringValue
-			}
-			if a, ok := d.Attributes[gpuv1.AttributeModel]; ok && a.StringValue != nil {
-				g.Model = *a.StringValue
-			}
-			if a, ok := d.Attributes[gpuv1.AttributeIndex]; ok && a.IntValue != nil {
-				g.Index = *a.IntValue
-			}
-			if c, ok := d.Capacity[gpuv1.CapacityMemory]; ok {
-				g.MemoryMiB = c.Value.Value() >> 20
-			}
-			for _, t := range d.Taints {
-				if t.Key == gpuv1.UnhealthyTaintKey && t.Effect != resourceapi.DeviceTaintEffectNone {
-					g.Healthy = false
-				}
-			}
-			k := deviceKey{g.Pool, g.Device}
-			g.Allocated = allocated[k]
-			g.ReservedBy = reserved[k]
-			out = append(out, g)
+	}
+	pool := gpupool.NewPool(local, claims, nil)
+	reserved := gpupool.ReservedByRules(rules, gpuv1.DriverName)
+	out := make([]GPU, 0, len(pool.ByNode[node]))
+	for _, d := range pool.ByNode[node] {
+		g := GPU{Pool: d.ID.Pool.String(), Device: d.ID.Device.String(), UUID: d.UUID(), Model: d.Model(),
+			Healthy: healthy(d.Device), Allocated: d.Allocated, ReservedBy: reserved[d.ID]}
+		g.Index, _ = gpupool.IntAttribute(d.Device, gpuv1.DriverName, gpuv1.AttributeIndex)
+		if c, ok := d.Device.Capacity[gpuv1.CapacityMemory]; ok {
+			g.MemoryMiB = c.Value.Value() >> 20
 		}
+		out = append(out, g)
 	}
 	slices.SortFunc(out, func(a, b GPU) int {
 		return cmp.Or(cmp.Compare(a.Index, b.Index), cmp.Compare(a.Pool, b.Pool), cmp.Compare(a.Device, b.Device))
 	})
 	return out
+}
+
+// healthy is false while the driver's unhealthy taint keeps claims away.
+func healthy(d *resourceapi.Device) bool {
+	for _, t := range d.Taints {
+		if t.Key == gpuv1.UnhealthyTaintKey && t.Effect != resourceapi.DeviceTaintEffectNone {
+			return false
+		}
+	}
+	return true
 }

@@ -14,6 +14,7 @@ import (
 
 	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
 	"github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
+	"github.com/rota-dev/rota/pkg/gpupool"
 	"github.com/rota-dev/rota/pkg/sandbox/cluster"
 	"github.com/rota-dev/rota/pkg/waits"
 )
@@ -41,25 +42,67 @@ type Holder struct {
 	Claim    string
 }
 
-// Capture reads the state from the sandbox's caches.
+// Capture reads the state from the sandbox's caches. The GPUs and who
+// holds them come from the pool model (pkg/gpupool).
 func Capture(w *cluster.Watch) (*State, error) {
 	st := &State{GPUs: map[string]GPU{}, Holders: map[string]Holder{}, Ready: map[string]int{}}
+	pool, err := capturePool(w)
+	if err != nil {
+		return nil, err
+	}
+	st.addGPUs(pool)
+	byName, err := st.addPods(w)
+	if err != nil {
+		return nil, err
+	}
+	st.addHolders(pool, byName)
+	if err := st.addTargets(w); err != nil {
+		return nil, err
+	}
+	if err := st.addReservations(w); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// capturePool builds the pool of the driver's devices and the claims.
+func capturePool(w *cluster.Watch) (*gpupool.Pool, error) {
 	slices, err := w.Slices.List(labels.Everything())
 	if err != nil {
 		return nil, err
 	}
+	var ours []*resourceapi.ResourceSlice
 	for _, s := range slices {
-		if s.Spec.Driver != gpuv1.DriverName {
-			continue
-		}
-		for _, d := range s.Spec.Devices {
-			g := GPU{Node: s.Spec.Pool.Name, Name: d.Name, UUID: attr(d, gpuv1.AttributeUUID), Model: attr(d, gpuv1.AttributeModel)}
-			for _, t := range d.Taints {
-				g.Taints = append(g.Taints, fmt.Sprintf("%s=%s:%s", t.Key, t.Value, t.Effect))
-			}
-			st.GPUs[g.Node+"/"+g.Name] = g
+		if s.Spec.Driver == gpuv1.DriverName {
+			ours = append(ours, s)
 		}
 	}
+	claims, err := w.Claims.List(labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(claims, func(i, j int) bool {
+		return claims[i].Namespace+"/"+claims[i].Name < claims[j].Namespace+"/"+claims[j].Name
+	})
+	return gpupool.NewPool(ours, claims, nil), nil
+}
+
+// deviceKey is "node/device" (the sandbox names each node's pool after it).
+func deviceKey(d *gpupool.Device) string { return d.ID.Pool.String() + "/" + d.ID.Device.String() }
+
+// addGPUs records every published device.
+func (st *State) addGPUs(pool *gpupool.Pool) {
+	for _, d := range pool.Devices() {
+		g := GPU{Node: d.ID.Pool.String(), Name: d.ID.Device.String(), UUID: d.UUID(), Model: d.Model()}
+		for _, t := range d.Device.Taints {
+			g.Taints = append(g.Taints, fmt.Sprintf("%s=%s:%s", t.Key, t.Value, t.Effect))
+		}
+		st.GPUs[deviceKey(d)] = g
+	}
+}
+
+// addPods records every pod, sorted by name, and returns them by name.
+func (st *State) addPods(w *cluster.Watch) (map[string]*Pod, error) {
 	rsOwner := map[string]string{}
 	replicaSets, err := w.ReplicaSets.List(labels.Everything())
 	if err != nil {
@@ -72,7 +115,6 @@ func Capture(w *cluster.Watch) (*State, error) {
 	if err != nil {
 		return nil, err
 	}
-	byName := map[string]*Pod{}
 	for _, p := range pods {
 		rp := Pod{Name: p.Namespace + "/" + p.Name, Workload: workloadOf(p, rsOwner), Node: p.Spec.NodeName, Phase: string(p.Status.Phase), Ready: podReady(p)}
 		if p.DeletionTimestamp != nil {
@@ -81,77 +123,76 @@ func Capture(w *cluster.Watch) (*State, error) {
 			st.Ready[rp.Workload]++
 		}
 		if p.Spec.NodeName == "" {
-			rp.Waiting = &Waiting{Reason: "Pending"}
-			for _, c := range p.Status.Conditions {
-				if c.Type == v1.PodScheduled && c.Status != v1.ConditionTrue {
-					rp.Waiting.Reason, rp.Waiting.Message = c.Reason, c.Message
-				}
-			}
-			if c := waits.Current(p); c != nil && c.Status == v1.ConditionTrue {
-				rp.Waiting.Code = c.Reason
-			}
+			rp.Waiting = waitingOf(p)
 		}
 		st.Pods = append(st.Pods, rp)
 	}
 	sort.Slice(st.Pods, func(i, j int) bool { return st.Pods[i].Name < st.Pods[j].Name })
+	byName := make(map[string]*Pod, len(st.Pods))
 	for i := range st.Pods {
 		byName[st.Pods[i].Name] = &st.Pods[i]
 	}
+	return byName, nil
+}
 
-	claims, err := w.Claims.List(labels.Everything())
-	if err != nil {
-		return nil, err
-	}
-	sort.Slice(claims, func(i, j int) bool {
-		return claims[i].Namespace+"/"+claims[i].Name < claims[j].Namespace+"/"+claims[j].Name
-	})
-	// Devices allocated without a share ID belong to one claim alone.
-	exclusive := map[string]string{}
-	for _, c := range claims {
-		if c.Status.Allocation == nil {
-			continue
+// waitingOf is why an unbound pod waits.
+func waitingOf(p *v1.Pod) *Waiting {
+	wt := &Waiting{Reason: "Pending"}
+	for _, c := range p.Status.Conditions {
+		if c.Type == v1.PodScheduled && c.Status != v1.ConditionTrue {
+			wt.Reason, wt.Message = c.Reason, c.Message
 		}
-		claimName := c.Namespace + "/" + c.Name
-		holder := Holder{Workload: claimName, Claim: claimName}
-		for _, r := range c.Status.ReservedFor {
-			if r.Resource == "pods" {
-				holder.Pod = c.Namespace + "/" + r.Name
+	}
+	if c := waits.Current(p); c != nil && c.Status == v1.ConditionTrue {
+		wt.Code = c.Reason
+	}
+	return wt
+}
+
+// addHolders records who holds each allocated device, gives the pods
+// their devices, and notes every device allocated exclusively (without a
+// share ID) to more than one claim at once.
+func (st *State) addHolders(pool *gpupool.Pool, byName map[string]*Pod) {
+	for _, d := range pool.Devices() {
+		key := deviceKey(d)
+		exclusive := ""
+		for _, a := range d.Allocations {
+			claimName := a.Claim.String()
+			if !a.Shared {
+				if exclusive != "" {
+					st.DoubleBooked = append(st.DoubleBooked, fmt.Sprintf("GPU %s held by claims %s and %s at once", key, exclusive, claimName))
+				}
+				exclusive = claimName
+			}
+			holder := Holder{Workload: claimName, Claim: claimName}
+			if len(a.Pods) > 0 {
+				holder.Pod = a.Pods[0].String()
 				if p := byName[holder.Pod]; p != nil {
 					holder.Workload = p.Workload
 				}
-				break
-			}
-		}
-		for _, res := range c.Status.Allocation.Devices.Results {
-			if res.Driver != gpuv1.DriverName {
-				continue
-			}
-			key := res.Pool + "/" + res.Device
-			if res.ShareID == nil {
-				if other, ok := exclusive[key]; ok {
-					st.DoubleBooked = append(st.DoubleBooked, fmt.Sprintf("GPU %s held by claims %s and %s at once", key, other, claimName))
-				}
-				exclusive[key] = claimName
 			}
 			st.Holders[key] = holder
 			g := st.GPUs[key]
-			dev := Device{Node: res.Pool, Name: res.Device, UUID: g.UUID, Model: g.Model, Claim: claimName}
-			for _, r := range c.Status.ReservedFor {
-				if p := byName[c.Namespace+"/"+r.Name]; r.Resource == "pods" && p != nil {
+			dev := Device{Node: g.Node, Name: g.Name, UUID: g.UUID, Model: g.Model, Claim: claimName}
+			for _, pod := range a.Pods {
+				if p := byName[pod.String()]; p != nil {
 					p.Devices = append(p.Devices, dev)
 				}
 			}
 		}
 	}
+}
 
+// addTargets records the DeploySchedules' targets, sorted.
+func (st *State) addTargets(w *cluster.Watch) error {
 	schedules, err := w.Schedules.List(labels.Everything())
 	if err != nil {
-		return nil, err
+		return err
 	}
 	for _, obj := range schedules {
 		var ds v1alpha1.DeploySchedule
 		if err := fromUnstructured(obj, &ds); err != nil {
-			return nil, err
+			return err
 		}
 		for _, t := range ds.Status.Targets {
 			rt := Target{Schedule: ds.Namespace + "/" + ds.Name, Target: t.Name, Phase: string(t.Phase), Reason: t.Reason, Message: t.Message}
@@ -164,15 +205,19 @@ func Capture(w *cluster.Watch) (*State, error) {
 	sort.Slice(st.Targets, func(i, j int) bool {
 		return st.Targets[i].Schedule+"/"+st.Targets[i].Target < st.Targets[j].Schedule+"/"+st.Targets[j].Target
 	})
+	return nil
+}
 
+// addReservations records the GPUReservations, sorted.
+func (st *State) addReservations(w *cluster.Watch) error {
 	reservations, err := w.Reservations.List(labels.Everything())
 	if err != nil {
-		return nil, err
+		return err
 	}
 	for _, obj := range reservations {
 		var r v1alpha1.GPUReservation
 		if err := fromUnstructured(obj, &r); err != nil {
-			return nil, err
+			return err
 		}
 		rr := Reservation{Name: r.Namespace + "/" + r.Name, Phase: string(r.Status.Phase), GPUs: r.Status.GPUCount,
 			BudgetTotalMiB: r.Status.BudgetMiBPerGPU * int64(r.Status.GPUCount)}
@@ -182,18 +227,11 @@ func Capture(w *cluster.Watch) (*State, error) {
 		st.Reservations = append(st.Reservations, rr)
 	}
 	sort.Slice(st.Reservations, func(i, j int) bool { return st.Reservations[i].Name < st.Reservations[j].Name })
-	return st, nil
+	return nil
 }
 
 // GPUsInUse is the number of allocated devices.
 func (st *State) GPUsInUse() int { return len(st.Holders) }
-
-func attr(d resourceapi.Device, name resourceapi.QualifiedName) string {
-	if a, ok := d.Attributes[name]; ok && a.StringValue != nil {
-		return *a.StringValue
-	}
-	return ""
-}
 
 func podReady(p *v1.Pod) bool {
 	for _, c := range p.Status.Conditions {

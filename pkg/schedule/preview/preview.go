@@ -19,6 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/dynamic-resource-allocation/cel"
 	"k8s.io/dynamic-resource-allocation/structured"
+
+	"github.com/rota-dev/rota/pkg/gpupool"
 )
 
 // Inputs is a snapshot of the cluster's DRA state.
@@ -219,31 +221,30 @@ func podClaims(specs []resourceapi.ResourceClaimSpec, pod int) []*resourceapi.Re
 	return out
 }
 
-// freeSummary lists, per node, how many published devices are not allocated.
+// freeSummary lists, per node, how many published devices are not
+// allocated; devices of slices bound to no single node count as "(shared)".
 func freeSummary(slices []*resourceapi.ResourceSlice, allocated sets.Set[structured.DeviceID]) string {
-	free := map[string]int{}
-	for _, s := range slices {
-		node := "(shared)"
-		if s.Spec.NodeName != nil {
-			node = *s.Spec.NodeName
-		}
-		if _, ok := free[node]; !ok {
-			free[node] = 0
-		}
+	inv := gpupool.Inventory{Slices: gpupool.NewSlices(slices), Allocated: allocated}
+	parts := make([]string, 0, len(inv.Nodes)+1)
+	free := 0
+	for _, s := range inv.SharedSlices() {
 		for _, d := range s.Spec.Devices {
-			if !allocated.Has(structured.MakeDeviceID(s.Spec.Driver, s.Spec.Pool.Name, d.Name)) {
-				free[node]++
+			if inv.Free(structured.MakeDeviceID(s.Spec.Driver, s.Spec.Pool.Name, d.Name)) {
+				free++
 			}
 		}
 	}
-	names := make([]string, 0, len(free))
-	for n := range free {
-		names = append(names, n)
+	if len(inv.SharedSlices()) > 0 {
+		parts = append(parts, fmt.Sprintf("(shared)=%d", free))
 	}
-	sort.Strings(names)
-	parts := make([]string, 0, len(names))
-	for _, n := range names {
-		parts = append(parts, fmt.Sprintf("%s=%d", n, free[n]))
+	for _, node := range inv.Nodes {
+		free := 0
+		for _, nd := range inv.ByNode[node] {
+			if inv.Free(nd.ID) {
+				free++
+			}
+		}
+		parts = append(parts, fmt.Sprintf("%s=%d", node, free))
 	}
 	if len(parts) == 0 {
 		return "no ResourceSlices published"

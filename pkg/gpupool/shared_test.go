@@ -1,4 +1,4 @@
-package waits
+package gpupool
 
 import (
 	"testing"
@@ -6,6 +6,7 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/dynamic-resource-allocation/structured"
 	"k8s.io/utils/ptr"
 )
@@ -73,26 +74,26 @@ func TestSharedDeviceFreeFor(t *testing.T) {
 }
 
 // A claim result's consumed capacity counts when the pool is built from
-// claims alone (kubectl rota pool), so a full shared GPU is not counted free
-// and the wait is InsufficientCapacity, not fragmentation.
-func TestFullSharedGPUIsInsufficientCapacity(t *testing.T) {
-	claim := &resourceapi.ResourceClaim{
+// claims alone (kubectl rota pool), so a full shared GPU is not free.
+func TestClaimConsumedCapacity(t *testing.T) {
+	p := NewPool([]*resourceapi.ResourceSlice{h200Slice()}, []*resourceapi.ResourceClaim{sharedClaim("140000Mi")}, nil)
+	d := p.ByID[structured.MakeDeviceID("gpu.rota.dev", "h200-0", "gpu-0")]
+	if d.FreeFor(memTier("8Gi")) {
+		t.Errorf("FreeFor(8Gi) = true with 140000Mi of 143771Mi consumed")
+	}
+	if want := (types.NamespacedName{Namespace: "ml", Name: "c"}); d.HolderClaim != want || len(d.Allocations) != 1 || d.Allocations[0].Claim != want {
+		t.Errorf("holder %v, allocations %v, want claim %v", d.HolderClaim, d.Allocations, want)
+	}
+}
+
+func sharedClaim(mem string) *resourceapi.ResourceClaim {
+	return &resourceapi.ResourceClaim{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: "c"},
 		Status: resourceapi.ResourceClaimStatus{Allocation: &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{
 			Results: []resourceapi.DeviceRequestAllocationResult{{
 				Request: "gpu", Driver: "gpu.rota.dev", Pool: "h200-0", Device: "gpu-0",
-				ConsumedCapacity: map[resourceapi.QualifiedName]resource.Quantity{"memory": resource.MustParse("140000Mi")},
+				ConsumedCapacity: map[resourceapi.QualifiedName]resource.Quantity{"memory": resource.MustParse(mem)},
 			}},
 		}}},
-	}
-	p := NewPool([]*resourceapi.ResourceSlice{h200Slice()}, []*resourceapi.ResourceClaim{claim}, nil)
-	r := Request{Name: "gpu", Tiers: []Tier{memTier("8Gi")}}
-	tc := CountTier(t.Context(), p, &Matcher{}, r, 0, 0, nil)
-	if tc.Free["h200-0"] != 0 || tc.Matching["h200-0"] != 1 {
-		t.Fatalf("free %v of matching %v, want 0 of 1", tc.Free, tc.Matching)
-	}
-	v := Classify(Attempt{Requests: [][]TierCounts{{tc}}, DeviceConstraintNodes: []string{"h200-0"}})
-	if v.Reason != InsufficientCapacity {
-		t.Errorf("reason %s (%s), want %s", v.Reason, v.Message, InsufficientCapacity)
 	}
 }

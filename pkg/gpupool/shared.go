@@ -1,4 +1,4 @@
-package waits
+package gpupool
 
 import (
 	resourceapi "k8s.io/api/resource/v1"

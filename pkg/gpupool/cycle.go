@@ -1,4 +1,4 @@
-package waits
+package gpupool
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 
 // poolStateKey is where the first plugin that needs the pool in a
 // scheduling cycle leaves it for the others.
-const poolStateKey fwk.StateKey = "RotaWaitsPool"
+const poolStateKey fwk.StateKey = "RotaGPUPool"
 
 // cyclePool holds a read-only pool; Clone may share it.
 type cyclePool struct{ pool *Pool }
@@ -19,8 +19,9 @@ func (c *cyclePool) Clone() fwk.StateData { return c }
 // Fairness, Gang and WaitReason all read the same devices and claims, so
 // the first of them to ask takes the snapshot and the others reuse it
 // instead of walking every slice and claim again. The pool is read only.
-// A nil cs takes a fresh snapshot.
-func CycleSnapshot(ctx context.Context, cs fwk.CycleState, dra fwk.SharedDRAManager) (*Pool, error) {
+// A nil cs takes a fresh snapshot. views is the caller's slice-index cache
+// (nil for none): the index is rebuilt only when the slice list changed.
+func CycleSnapshot(ctx context.Context, cs fwk.CycleState, dra fwk.SharedDRAManager, views *SliceCache) (*Pool, error) {
 	if cs != nil {
 		if data, err := cs.Read(poolStateKey); err == nil {
 			if c, ok := data.(*cyclePool); ok {
@@ -28,7 +29,7 @@ func CycleSnapshot(ctx context.Context, cs fwk.CycleState, dra fwk.SharedDRAMana
 			}
 		}
 	}
-	pool, err := Snapshot(ctx, dra)
+	pool, err := Snapshot(ctx, dra, views)
 	if err != nil {
 		return nil, err
 	}

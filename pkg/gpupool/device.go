@@ -1,0 +1,125 @@
+package gpupool
+
+import (
+	"strings"
+
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/dynamic-resource-allocation/resourceclaim"
+	"k8s.io/dynamic-resource-allocation/structured"
+
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
+)
+
+// Device is one device of a node-local ResourceSlice as the pool sees it.
+type Device struct {
+	ID        structured.DeviceID
+	Node      string
+	Device    *resourceapi.Device
+	Allocated bool
+	// Holders are the pods the device's claim is reserved for.
+	Holders []types.NamespacedName
+	// HolderClaim is the claim the device is allocated to, if any.
+	HolderClaim types.NamespacedName
+	// Consumed is what claims consume of a shared device's capacities.
+	Consumed structured.ConsumedCapacity
+	// Allocations are every allocation of the device, one per claim, in
+	// the order the claims were given (a shared device has several).
+	Allocations []Allocation
+}
+
+// Allocation is one claim's allocation of a device.
+type Allocation struct {
+	Claim types.NamespacedName
+	// Pods are the pods the claim is reserved for.
+	Pods []types.NamespacedName
+	// ReservedFor are all the claim's consumers, pods or not.
+	ReservedFor []resourceapi.ResourceClaimConsumerReference
+	// Consumed is what the claim consumes of the device's capacities.
+	Consumed map[resourceapi.QualifiedName]resource.Quantity
+	// Shared is true when the device was allocated with a share ID.
+	Shared bool
+}
+
+// Model is the device's model attribute ("H100"), or "" if it has none.
+func (d *Device) Model() string {
+	return StringAttribute(d.Device, d.ID.Driver.String(), gpuv1.AttributeModel)
+}
+
+// UUID is the device's uuid attribute, or "".
+func (d *Device) UUID() string {
+	return StringAttribute(d.Device, d.ID.Driver.String(), gpuv1.AttributeUUID)
+}
+
+// ReservedBy is the value of the device's rota.dev/reserved taint, the
+// reservation holding it as "<namespace>.<name>" (docs/reservations.md),
+// or "" when no reservation holds it.
+func (d *Device) ReservedBy() string {
+	return ReservedBy(d.Device)
+}
+
+// ReservedBy is the value of d's rota.dev/reserved taint, or "".
+func ReservedBy(d *resourceapi.Device) string {
+	for _, t := range d.Taints {
+		if t.Key == gpuv1.ReservedTaintKey {
+			return t.Value
+		}
+	}
+	return ""
+}
+
+// Reservation parses a rota.dev/reserved taint value "<namespace>.<name>"
+// into the GPUReservation it names; ok is false when it names none.
+func Reservation(taintValue string) (ref types.NamespacedName, ok bool) {
+	ns, name, ok := strings.Cut(taintValue, ".")
+	if !ok {
+		return types.NamespacedName{}, false
+	}
+	return types.NamespacedName{Namespace: ns, Name: name}, true
+}
+
+// BlockingTaint returns the first NoSchedule/NoExecute taint of d that the
+// tolerations do not tolerate, or nil.
+func BlockingTaint(d *resourceapi.Device, tolerations []resourceapi.DeviceToleration) *resourceapi.DeviceTaint {
+	for i := range d.Taints {
+		t := &d.Taints[i]
+		if t.Effect != resourceapi.DeviceTaintEffectNoSchedule && t.Effect != resourceapi.DeviceTaintEffectNoExecute {
+			continue
+		}
+		tolerated := false
+		for _, tol := range tolerations {
+			if resourceclaim.ToleratesTaint(tol, *t) {
+				tolerated = true
+				break
+			}
+		}
+		if !tolerated {
+			return t
+		}
+	}
+	return nil
+}
+
+// StringAttribute reads an attribute by its bare or driver-qualified name.
+func StringAttribute(d *resourceapi.Device, driver string, name resourceapi.QualifiedName) string {
+	if a, ok := d.Attributes[name]; ok && a.StringValue != nil {
+		return *a.StringValue
+	}
+	if a, ok := d.Attributes[resourceapi.QualifiedName(driver+"/"+string(name))]; ok && a.StringValue != nil {
+		return *a.StringValue
+	}
+	return ""
+}
+
+// IntAttribute reads an integer attribute by its bare or driver-qualified
+// name; ok is false when the device has none.
+func IntAttribute(d *resourceapi.Device, driver string, name resourceapi.QualifiedName) (v int64, ok bool) {
+	if a, ok := d.Attributes[name]; ok && a.IntValue != nil {
+		return *a.IntValue, true
+	}
+	if a, ok := d.Attributes[resourceapi.QualifiedName(driver+"/"+string(name))]; ok && a.IntValue != nil {
+		return *a.IntValue, true
+	}
+	return 0, false
+}
