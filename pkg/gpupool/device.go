@@ -1,8 +1,6 @@
 package gpupool
 
 import (
-	"strings"
-
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
@@ -67,16 +65,6 @@ func ReservedBy(d *resourceapi.Device) string {
 		}
 	}
 	return ""
-}
-
-// Reservation parses a rota.dev/reserved taint value "<namespace>.<name>"
-// into the GPUReservation it names; ok is false when it names none.
-func Reservation(taintValue string) (ref types.NamespacedName, ok bool) {
-	ns, name, ok := strings.Cut(taintValue, ".")
-	if !ok {
-		return types.NamespacedName{}, false
-	}
-	return types.NamespacedName{Namespace: ns, Name: name}, true
 }
 
 // BlockingTaint returns the first NoSchedule/NoExecute taint of d that the

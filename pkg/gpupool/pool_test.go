@@ -76,12 +76,6 @@ func TestReservedBy(t *testing.T) {
 	if held.ReservedBy() != "ml.train" || free.ReservedBy() != "" {
 		t.Errorf("ReservedBy = %q, %q; want ml.train, \"\"", held.ReservedBy(), free.ReservedBy())
 	}
-	if ref, ok := Reservation(held.ReservedBy()); !ok || ref != (types.NamespacedName{Namespace: "ml", Name: "train"}) {
-		t.Errorf("Reservation = %v, %v; want ml/train", ref, ok)
-	}
-	if _, ok := Reservation("no-dot"); ok {
-		t.Error(`Reservation("no-dot") names a reservation`)
-	}
 	if taint := BlockingTaint(held.Device, []resourceapi.DeviceToleration{{Key: "gpu.rota.dev/unhealthy", Operator: resourceapi.DeviceTolerationOpExists}}); taint == nil || taint.Key != "rota.dev/reserved" {
 		t.Errorf("BlockingTaint = %v, want the reserved taint", taint)
 	}

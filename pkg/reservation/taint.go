@@ -1,26 +1,10 @@
 package reservation
 
 import (
-	"strings"
-
 	resourceapi "k8s.io/api/resource/v1"
 
 	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
 )
-
-// TaintValue is "<namespace>.<name>": a label value naming the reservation.
-// Namespaces cannot contain dots, so the namespace part is unambiguous; the
-// admission policy in manifests/admission relies on that.
-func TaintValue(namespace, name string) string { return namespace + "." + name }
-
-// ParseTaintValue splits a TaintValue; ok is false for a malformed value.
-func ParseTaintValue(v string) (namespace, name string, ok bool) {
-	namespace, name, ok = strings.Cut(v, ".")
-	if !ok || namespace == "" || name == "" {
-		return "", "", false
-	}
-	return namespace, name, true
-}
 
 // Toleration is what a member's claim request carries to reach the GPUs of
 // the reservation namespace/name.
@@ -28,12 +12,12 @@ func Toleration(namespace, name string) resourceapi.DeviceToleration {
 	return resourceapi.DeviceToleration{
 		Key:      gpuv1.ReservedTaintKey,
 		Operator: resourceapi.DeviceTolerationOpEqual,
-		Value:    TaintValue(namespace, name),
+		Value:    gpuv1.ReservedTaintValue(namespace, name),
 		Effect:   resourceapi.DeviceTaintEffectNoSchedule,
 	}
 }
 
-// TolerationsOf lists the reservations (as TaintValue) a request's
+// TolerationsOf lists the reservations (as gpuv1.ReservedTaintValue) a request's
 // tolerations reach. wildcard is true when a toleration matches every
 // reservation (operator Exists on the key, or an empty key).
 func TolerationsOf(tols []resourceapi.DeviceToleration) (values []string, wildcard bool) {

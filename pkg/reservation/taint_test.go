@@ -39,24 +39,3 @@ func TestTolerationsOf(t *testing.T) {
 		})
 	}
 }
-
-func TestParseTaintValue(t *testing.T) {
-	tests := map[string]struct {
-		in            string
-		wantNS, wantN string
-		wantOK        bool
-	}{
-		"namespace.name":          {in: "team-a.serving", wantNS: "team-a", wantN: "serving", wantOK: true},
-		"dotted reservation name": {in: "team-a.serving.v2", wantNS: "team-a", wantN: "serving.v2", wantOK: true},
-		"no dot":                  {in: "serving"},
-		"empty namespace":         {in: ".serving"},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			ns, n, ok := ParseTaintValue(tc.in)
-			if diff := cmp.Diff([]any{tc.wantNS, tc.wantN, tc.wantOK}, []any{ns, n, ok}); diff != "" {
-				t.Errorf("ParseTaintValue(%q) (-want +got):\n%s", tc.in, diff)
-			}
-		})
-	}
-}

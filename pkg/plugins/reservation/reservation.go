@@ -211,7 +211,7 @@ func (pl *Reservation) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1
 // not a member of, or that is not one of the pod's namespace.
 func (pl *Reservation) checkTolerated(ctx context.Context, pod *v1.Pod, w rsv.Workload, tolerated sets.Set[string]) *fwk.Status {
 	for _, v := range sets.List(tolerated) {
-		ns, name, ok := rsv.ParseTaintValue(v)
+		ns, name, ok := gpuv1.ParseReservedTaintValue(v)
 		if !ok || ns != pod.Namespace {
 			pl.metrics.refusals.WithLabelValues(ReasonNotMember).Inc()
 			return unresolvable(ctx, pod, ReasonNotMember,
@@ -237,7 +237,7 @@ func (pl *Reservation) checkTolerated(ctx context.Context, pod *v1.Pod, w rsv.Wo
 // time-sliced one within the per-GPU budget, and the reservation holds
 // GPUs. It returns the pod's declared memory and the reservation's mode.
 func (pl *Reservation) admitMember(ctx context.Context, pod *v1.Pod, claims []*resourceapi.ResourceClaim, res *rotav1.GPUReservation, member string) (memoryMiB int64, timeSliced bool, st *fwk.Status) {
-	self := rsv.TaintValue(res.Namespace, res.Name)
+	self := gpuv1.ReservedTaintValue(res.Namespace, res.Name)
 	for _, c := range claims {
 		if c.Status.Allocation != nil {
 			continue
@@ -308,8 +308,8 @@ func (pl *Reservation) reservationOf(namespace string, w rsv.Workload, tolerated
 		return nil, "", nil
 	}
 	sort.Slice(found, func(i, j int) bool {
-		ti := tolerated.Has(rsv.TaintValue(found[i].Namespace, found[i].Name))
-		tj := tolerated.Has(rsv.TaintValue(found[j].Namespace, found[j].Name))
+		ti := tolerated.Has(gpuv1.ReservedTaintValue(found[i].Namespace, found[i].Name))
+		tj := tolerated.Has(gpuv1.ReservedTaintValue(found[j].Namespace, found[j].Name))
 		if ti != tj {
 			return ti
 		}

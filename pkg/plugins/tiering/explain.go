@@ -197,11 +197,11 @@ func (pl *Tiering) judgeTier(ctx context.Context, inv *gpupool.Inventory, node s
 // reservedReason names the reservation holding a GPU from its taint value
 // "<namespace>.<name>".
 func reservedReason(value string) string {
-	ref, ok := gpupool.Reservation(value)
+	ns, name, ok := gpuv1.ParseReservedTaintValue(value)
 	if !ok {
 		return reasonReserved
 	}
-	return fmt.Sprintf("%s by GPUReservation %s", reasonReserved, ref)
+	return fmt.Sprintf("%s by GPUReservation %s/%s", reasonReserved, ns, name)
 }
 
 // statusError logs where an internal error came from and wraps it.

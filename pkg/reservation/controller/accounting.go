@@ -15,7 +15,6 @@ import (
 
 	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
 	rotav1 "github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
-	"github.com/rota-dev/rota/pkg/reservation"
 )
 
 // DefaultQuotaDeviceClass is the DeviceClass a reservation is charged to in
@@ -35,7 +34,7 @@ func QuotaClaimName(res *rotav1.GPUReservation) string { return "gpureservation-
 // allocated inside the reservation, and is charged to this class, which no
 // quota needs to limit (it never yields more than the GPUs already charged).
 func ClassName(namespace, name string) string {
-	return reservation.TaintValue(namespace, name) + gpuv1.ReservationClassSuffix
+	return gpuv1.ReservedTaintValue(namespace, name) + gpuv1.ReservationClassSuffix
 }
 
 // quotaClaim is a ResourceClaim asking for the reservation's GPU count of

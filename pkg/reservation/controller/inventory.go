@@ -24,7 +24,7 @@ type GPU struct {
 	Healthy bool
 	// Allocated is true while any claim holds the GPU.
 	Allocated bool
-	// ReservedBy is the reservation.TaintValue (<namespace>.<name>) of the reservation whose rule taints the
+	// ReservedBy is the gpuv1.ReservedTaintValue (<namespace>.<name>) of the reservation whose rule taints the
 	// GPU, "" when none does.
 	ReservedBy string
 }

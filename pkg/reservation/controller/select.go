@@ -8,7 +8,6 @@ import (
 
 	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
 	rotav1 "github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
-	"github.com/rota-dev/rota/pkg/reservation"
 )
 
 // Reasons for a reservation that holds nothing yet; each comes with a message
@@ -41,7 +40,7 @@ func (e *SelectionError) Error() string { return e.Reason + ": " + e.Message }
 // healthy, unallocated and not reserved by another reservation. The same
 // inventory always gives the same choice.
 func Select(res *rotav1.GPUReservation, gpus []GPU) ([]GPU, error) {
-	self := reservation.TaintValue(res.Namespace, res.Name)
+	self := gpuv1.ReservedTaintValue(res.Namespace, res.Name)
 	if errs := validation.IsValidLabelValue(self); len(errs) > 0 {
 		return nil, &SelectionError{ReasonNameTooLong, fmt.Sprintf("metadata.name: the taint value %q (<namespace>.<name>) that marks the held GPUs must be a label value: %s",
 			self, strings.Join(errs, "; "))}

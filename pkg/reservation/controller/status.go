@@ -185,7 +185,7 @@ func computeStatus(res *rotav1.GPUReservation, held []GPU, headroom int64, selEr
 // moves a running pod itself.
 func fixText(res *rotav1.GPUReservation) string {
 	return fmt.Sprintf("Rota does not move running pods. Fix: give the member's claim template the toleration %s=%s (NoSchedule) and a selector on device.attributes[%q].uuid for the held UUIDs, then restart the member's pods.",
-		gpuv1.ReservedTaintKey, reservation.TaintValue(res.Namespace, res.Name), gpuv1.DriverName)
+		gpuv1.ReservedTaintKey, gpuv1.ReservedTaintValue(res.Namespace, res.Name), gpuv1.DriverName)
 }
 
 // recordChanges emits events for what a user should see change: the phase,

@@ -12,7 +12,6 @@ import (
 
 	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
 	rotav1 "github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
-	"github.com/rota-dev/rota/pkg/reservation"
 )
 
 // ruleName is the DeviceTaintRule for one held device: readable where the
@@ -41,7 +40,7 @@ func taintRule(res *rotav1.GPUReservation, pool, device string) *resourceapi.Dev
 			},
 			Taint: resourceapi.DeviceTaint{
 				Key:    gpuv1.ReservedTaintKey,
-				Value:  reservation.TaintValue(res.Namespace, res.Name),
+				Value:  gpuv1.ReservedTaintValue(res.Namespace, res.Name),
 				Effect: resourceapi.DeviceTaintEffectNoSchedule,
 			},
 		},

@@ -1,6 +1,8 @@
 package v1alpha1
 
 import (
+	"strings"
+
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 )
@@ -46,6 +48,22 @@ const (
 	// ReservedTaintValue's <namespace>.<name> (docs/reservations.md).
 	ReservedTaintKey = "rota.dev/reserved"
 )
+
+// ReservedTaintValue is the value of the ReservedTaintKey taint on the GPUs
+// that the GPUReservation namespace/name holds: "<namespace>.<name>".
+// Namespaces cannot contain dots, so the namespace part is unambiguous; the
+// admission policy in manifests/admission relies on that.
+func ReservedTaintValue(namespace, name string) string { return namespace + "." + name }
+
+// ParseReservedTaintValue splits a ReservedTaintValue; ok is false for a
+// malformed value.
+func ParseReservedTaintValue(v string) (namespace, name string, ok bool) {
+	namespace, name, ok = strings.Cut(v, ".")
+	if !ok || namespace == "" || name == "" {
+		return "", "", false
+	}
+	return namespace, name, true
+}
 
 // Labels, annotations and the finalizer of GPUReservations.
 const (
