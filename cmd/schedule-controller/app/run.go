@@ -48,7 +48,7 @@ func newRunCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Run the controllers against a cluster, with leader election",
-		Long: `run starts Rota's controllers (today: DeploySchedule) against the cluster of
+		Long: `run starts Rota's controllers (DeploySchedule and GPUReservation) against the cluster of
 --kubeconfig, or the in-cluster configuration. Several replicas may run; one
 holds the Lease --lease-name in --namespace and does the work. Correctness does
 not depend on the lease: every workload change is guarded by status
@@ -86,18 +86,9 @@ func envOr(name, def string) string {
 }
 
 func (o *runOptions) run(ctx context.Context) error {
-	logger := klog.FromContext(ctx)
-	cfg, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
+	client, dyn, err := o.clients()
 	if err != nil {
-		return fmt.Errorf("client configuration: %w", err)
-	}
-	client, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return fmt.Errorf("clientset: %w", err)
-	}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return fmt.Errorf("dynamic client: %w", err)
+		return err
 	}
 	recorder, stopEvents, err := events.NewRecorder(ctx, client, events.ControllerComponent)
 	if err != nil {
@@ -107,18 +98,13 @@ func (o *runOptions) run(ctx context.Context) error {
 	registry := metrics.NewKubeRegistry()
 	factory := informers.NewSharedInformerFactory(client, 0)
 	dynFactory := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
-	d := deps{
+	runs, err := newControllers(deps{
 		Client: client, Dynamic: dyn, Factory: factory, DynFactory: dynFactory,
 		Clock: clock.RealClock{}, Recorder: recorder,
 		Registry: registry, Namespace: o.namespace, Settings: o.settings,
-	}
-	var runs []runnable
-	for _, c := range controllers() {
-		r, err := c.New(d)
-		if err != nil {
-			return fmt.Errorf("controller %s: %w", c.Name, err)
-		}
-		runs = append(runs, r)
+	})
+	if err != nil {
+		return err
 	}
 	if o.metricsAddress != "" {
 		stop, err := serveMetrics(ctx, o.metricsAddress, registry)
@@ -145,6 +131,45 @@ func (o *runOptions) run(ctx context.Context) error {
 		start(ctx)
 		return nil
 	}
+	return o.leadAndRun(ctx, client, start)
+}
+
+// clients builds the typed and the dynamic client from --kubeconfig (or the
+// in-cluster configuration).
+func (o *runOptions) clients() (kubernetes.Interface, dynamic.Interface, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
+	if err != nil {
+		return nil, nil, fmt.Errorf("client configuration: %w", err)
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("clientset: %w", err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("dynamic client: %w", err)
+	}
+	return client, dyn, nil
+}
+
+// newControllers builds every controller of controllers() from d; each asks
+// d's factories for its informers.
+func newControllers(d deps) ([]runnable, error) {
+	var runs []runnable
+	for _, c := range controllers() {
+		r, err := c.New(d)
+		if err != nil {
+			return nil, fmt.Errorf("controller %s: %w", c.Name, err)
+		}
+		runs = append(runs, r)
+	}
+	return runs, nil
+}
+
+// leadAndRun runs start while this replica holds the leader lease and
+// returns an error when the lease is lost before ctx ends.
+func (o *runOptions) leadAndRun(ctx context.Context, client kubernetes.Interface, start func(context.Context)) error {
+	logger := klog.FromContext(ctx)
 	lock := &resourcelock.LeaseLock{
 		LeaseMeta:  metav1.ObjectMeta{Namespace: o.namespace, Name: o.leaseName},
 		Client:     client.CoordinationV1(),
