@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rota-dev/rota/pkg/schedule"
+	"github.com/rota-dev/rota/pkg/schedule/timelineprint"
 	"github.com/rota-dev/rota/pkg/schedule/validation"
 )
 
@@ -69,7 +70,7 @@ func (o *timelineOptions) run(stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("reading schedule: %w", err)
 	}
-	ds, errs := decodeSchedule(data)
+	ds, errs := validation.DecodeDeploySchedule(data)
 	if len(errs) > 0 {
 		return report(stderr, o.file, errs)
 	}
@@ -87,9 +88,9 @@ func (o *timelineOptions) run(stdout, stderr io.Writer) error {
 	// Build the whole output first: on any failure nothing reaches stdout.
 	var out bytes.Buffer
 	if o.output == outputJSON {
-		err = writeJSON(&out, tl, compiled.Location())
+		err = timelineprint.WriteJSON(&out, tl, compiled.Location())
 	} else {
-		err = writeTable(&out, ds, tl, compiled.Location(), from, to)
+		err = timelineprint.WriteTable(&out, ds, tl, compiled.Location(), from, to)
 	}
 	if err != nil {
 		return fmt.Errorf("formatting the timeline: %w", err)

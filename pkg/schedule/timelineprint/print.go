@@ -1,4 +1,7 @@
-package app
+// Package timelineprint prints a DeploySchedule's evaluated timeline the
+// way `schedule-controller timeline` shows it: a table in the schedule's
+// local time, or JSON lines (docs/schedule.md, "The timeline dry run").
+package timelineprint
 
 import (
 	"bytes"
@@ -45,7 +48,9 @@ func replicas(n int32) *int32 {
 	return &n
 }
 
-func writeJSON(w io.Writer, tl *schedule.Timeline, loc *time.Location) error {
+// WriteJSON writes the timeline as JSON lines: every interval, then every
+// transition, times in loc.
+func WriteJSON(w io.Writer, tl *schedule.Timeline, loc *time.Location) error {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	stamp := func(t time.Time) string { return t.In(loc).Format(time.RFC3339Nano) }
@@ -69,10 +74,10 @@ func writeJSON(w io.Writer, tl *schedule.Timeline, loc *time.Location) error {
 	return nil
 }
 
-// writeTable prints intervals one per row in the schedule's local time; the STEP
+// WriteTable prints intervals one per row in the schedule's local time; the STEP
 // column marks the rows a transition opens, and the transitions follow with their
 // steps in execution order.
-func writeTable(w io.Writer, ds *v1alpha1.DeploySchedule, tl *schedule.Timeline, loc *time.Location, from, to time.Time) error {
+func WriteTable(w io.Writer, ds *v1alpha1.DeploySchedule, tl *schedule.Timeline, loc *time.Location, from, to time.Time) error {
 	order := ds.Spec.TransitionOrder
 	if order == "" {
 		order = v1alpha1.TransitionOrderReleaseFirst

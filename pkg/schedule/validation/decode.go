@@ -1,4 +1,4 @@
-package app
+package validation
 
 import (
 	"bufio"
@@ -14,10 +14,10 @@ import (
 	"github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
 )
 
-// decodeSchedule reads the one DeploySchedule in a YAML file, as a user would
+// DecodeDeploySchedule reads the one DeploySchedule in a YAML file, as a user would
 // `kubectl apply` it, but strictly: unknown and duplicate fields are errors, so a
 // misspelt field is not silently ignored. It returns every problem it finds.
-func decodeSchedule(data []byte) (*v1alpha1.DeploySchedule, []error) {
+func DecodeDeploySchedule(data []byte) (*v1alpha1.DeploySchedule, []error) {
 	docs, err := documents(data)
 	if err != nil {
 		return nil, []error{err}
