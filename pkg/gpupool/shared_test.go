@@ -9,31 +9,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/dynamic-resource-allocation/structured"
 	"k8s.io/utils/ptr"
-)
 
-// h200Slice publishes one H200 shared by memory: 143771Mi, a claim that
-// asks nothing takes all of it, at least 1Mi otherwise.
-func h200Slice() *resourceapi.ResourceSlice {
-	mem := resource.MustParse("143771Mi")
-	return &resourceapi.ResourceSlice{
-		ObjectMeta: metav1.ObjectMeta{Name: "h200-0"},
-		Spec: resourceapi.ResourceSliceSpec{
-			Driver: "gpu.rota.dev", NodeName: ptr.To("h200-0"),
-			Pool: resourceapi.ResourcePool{Name: "h200-0", ResourceSliceCount: 1},
-			Devices: []resourceapi.Device{{
-				Name:                     "gpu-0",
-				AllowMultipleAllocations: ptr.To(true),
-				Capacity: map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{"memory": {
-					Value: mem,
-					RequestPolicy: &resourceapi.CapacityRequestPolicy{
-						Default:    ptr.To(mem),
-						ValidRange: &resourceapi.CapacityRequestPolicyRange{Min: ptr.To(resource.MustParse("1Mi"))},
-					},
-				}},
-			}},
-		},
-	}
-}
+	"github.com/rota-dev/rota/pkg/gpupool/gpupooltest"
+)
 
 func memTier(q string) Tier {
 	if q == "" {
@@ -62,7 +40,7 @@ func TestSharedDeviceFreeFor(t *testing.T) {
 		"full, even the minimum":     {consumed: "143771Mi", tier: memTier("1Ki"), want: false},
 	} {
 		t.Run(name, func(t *testing.T) {
-			p := NewPool([]*resourceapi.ResourceSlice{h200Slice()}, nil, nil)
+			p := NewPool([]*resourceapi.ResourceSlice{gpupooltest.SharedH200Slice()}, nil, nil)
 			if tc.consumed != "" {
 				p.setConsumed(structured.ConsumedCapacityCollection{id: {"memory": ptr.To(resource.MustParse(tc.consumed))}})
 			}
@@ -76,7 +54,7 @@ func TestSharedDeviceFreeFor(t *testing.T) {
 // A claim result's consumed capacity counts when the pool is built from
 // claims alone (kubectl rota pool), so a full shared GPU is not free.
 func TestClaimConsumedCapacity(t *testing.T) {
-	p := NewPool([]*resourceapi.ResourceSlice{h200Slice()}, []*resourceapi.ResourceClaim{sharedClaim("140000Mi")}, nil)
+	p := NewPool([]*resourceapi.ResourceSlice{gpupooltest.SharedH200Slice()}, []*resourceapi.ResourceClaim{sharedClaim("140000Mi")}, nil)
 	d := p.ByID[structured.MakeDeviceID("gpu.rota.dev", "h200-0", "gpu-0")]
 	if d.FreeFor(memTier("8Gi")) {
 		t.Errorf("FreeFor(8Gi) = true with 140000Mi of 143771Mi consumed")

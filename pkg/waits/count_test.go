@@ -6,34 +6,10 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	"github.com/rota-dev/rota/pkg/gpupool"
+	"github.com/rota-dev/rota/pkg/gpupool/gpupooltest"
 )
-
-// h200Slice publishes one H200 shared by memory: 143771Mi, a claim that
-// asks nothing takes all of it, at least 1Mi otherwise.
-func h200Slice() *resourceapi.ResourceSlice {
-	mem := resource.MustParse("143771Mi")
-	return &resourceapi.ResourceSlice{
-		ObjectMeta: metav1.ObjectMeta{Name: "h200-0"},
-		Spec: resourceapi.ResourceSliceSpec{
-			Driver: "gpu.rota.dev", NodeName: ptr.To("h200-0"),
-			Pool: resourceapi.ResourcePool{Name: "h200-0", ResourceSliceCount: 1},
-			Devices: []resourceapi.Device{{
-				Name:                     "gpu-0",
-				AllowMultipleAllocations: ptr.To(true),
-				Capacity: map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{"memory": {
-					Value: mem,
-					RequestPolicy: &resourceapi.CapacityRequestPolicy{
-						Default:    ptr.To(mem),
-						ValidRange: &resourceapi.CapacityRequestPolicyRange{Min: ptr.To(resource.MustParse("1Mi"))},
-					},
-				}},
-			}},
-		},
-	}
-}
 
 func memTier(q string) gpupool.Tier {
 	if q == "" {
@@ -55,7 +31,7 @@ func TestFullSharedGPUIsInsufficientCapacity(t *testing.T) {
 			}},
 		}}},
 	}
-	p := gpupool.NewPool([]*resourceapi.ResourceSlice{h200Slice()}, []*resourceapi.ResourceClaim{claim}, nil)
+	p := gpupool.NewPool([]*resourceapi.ResourceSlice{gpupooltest.SharedH200Slice()}, []*resourceapi.ResourceClaim{claim}, nil)
 	r := gpupool.Request{Name: "gpu", Tiers: []gpupool.Tier{memTier("8Gi")}}
 	tc := CountTier(t.Context(), p, &gpupool.Matcher{}, r, 0, 0, nil)
 	if tc.Free["h200-0"] != 0 || tc.Matching["h200-0"] != 1 {
