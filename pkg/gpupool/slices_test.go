@@ -75,7 +75,8 @@ func TestSliceCache(t *testing.T) {
 		t.Error("a removed slice: view reused or node-b still listed")
 	}
 	var none *SliceCache
-	if none.Get([]*resourceapi.ResourceSlice{a}) == none.Get([]*resourceapi.ResourceSlice{a}) {
+	slices := []*resourceapi.ResourceSlice{a}
+	if v1, v2 := none.Get(slices), none.Get(slices); v1 == v2 {
 		t.Error("a nil cache reused a view")
 	}
 }
