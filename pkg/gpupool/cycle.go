@@ -2,39 +2,87 @@ package gpupool
 
 import (
 	"context"
+	"sync"
 
 	fwk "k8s.io/kube-scheduler/framework"
 )
 
-// poolStateKey is where the first plugin that needs the pool in a
-// scheduling cycle leaves it for the others.
-const poolStateKey fwk.StateKey = "RotaGPUPool"
+// cycleStateKey is where the first plugin that reads the devices in a
+// scheduling cycle leaves them for the others.
+const cycleStateKey fwk.StateKey = "RotaGPUPool"
 
-// cyclePool holds a read-only pool; Clone may share it.
-type cyclePool struct{ pool *Pool }
+// cycleDevices holds one cycle's inventory and, once a plugin asked for
+// it, the pool built from it. Both are read only, so Clone shares them.
+type cycleDevices struct {
+	mu   sync.Mutex
+	inv  *Inventory
+	pool *Pool
+}
 
-func (c *cyclePool) Clone() fwk.StateData { return c }
+func (c *cycleDevices) Clone() fwk.StateData { return c }
 
-// CycleSnapshot returns the pool of the scheduling cycle cs: Quota,
-// Fairness, Gang and WaitReason all read the same devices and claims, so
-// the first of them to ask takes the snapshot and the others reuse it
-// instead of walking every slice and claim again. The pool is read only.
-// A nil cs takes a fresh snapshot. views is the caller's slice-index cache
-// (nil for none): the index is rebuilt only when the slice list changed.
+// CycleInventory returns the inventory of the scheduling cycle cs. Every
+// Rota plugin reads the devices of a cycle through it or CycleSnapshot, so
+// the allocated state is gathered once per cycle, the way DynamicResources
+// gathers it once at PreFilter for all its Filter calls: what Tiering ranks
+// at PreScore is what the filters saw. A nil cs takes a fresh inventory.
+// views is the scheduler's slice-index cache (nil for none).
+func CycleInventory(ctx context.Context, cs fwk.CycleState, dra fwk.SharedDRAManager, views *SliceCache) (*Inventory, error) {
+	c := cycleDevicesOf(cs)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.inventory(ctx, dra, views)
+}
+
+// CycleSnapshot returns the pool of the scheduling cycle cs, built from
+// CycleInventory's inventory the first time a plugin asks for it in the
+// cycle. The pool is read only. A nil cs takes a fresh snapshot.
 func CycleSnapshot(ctx context.Context, cs fwk.CycleState, dra fwk.SharedDRAManager, views *SliceCache) (*Pool, error) {
-	if cs != nil {
-		if data, err := cs.Read(poolStateKey); err == nil {
-			if c, ok := data.(*cyclePool); ok {
-				return c.pool, nil
-			}
-		}
+	c := cycleDevicesOf(cs)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.pool != nil {
+		return c.pool, nil
 	}
-	pool, err := Snapshot(ctx, dra, views)
+	inv, err := c.inventory(ctx, dra, views)
 	if err != nil {
 		return nil, err
 	}
-	if cs != nil {
-		cs.Write(poolStateKey, &cyclePool{pool: pool})
+	pool, err := poolOf(inv, dra)
+	if err != nil {
+		return nil, err
 	}
+	c.pool = pool
 	return pool, nil
+}
+
+// cycleDevicesOf returns the cycle's devices, storing an empty holder in cs
+// on first use. Plugins read them from extension points that the framework
+// calls one at a time, never from per-node Filter or Score calls.
+func cycleDevicesOf(cs fwk.CycleState) *cycleDevices {
+	if cs == nil {
+		return &cycleDevices{}
+	}
+	if data, err := cs.Read(cycleStateKey); err == nil {
+		if c, ok := data.(*cycleDevices); ok {
+			return c
+		}
+	}
+	c := &cycleDevices{}
+	cs.Write(cycleStateKey, c)
+	return c
+}
+
+// inventory returns the cycle's inventory, taking it on first use. The
+// caller holds c.mu.
+func (c *cycleDevices) inventory(ctx context.Context, dra fwk.SharedDRAManager, views *SliceCache) (*Inventory, error) {
+	if c.inv != nil {
+		return c.inv, nil
+	}
+	inv, err := SnapshotInventory(ctx, dra, views)
+	if err != nil {
+		return nil, err
+	}
+	c.inv = inv
+	return inv, nil
 }

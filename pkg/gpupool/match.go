@@ -14,7 +14,7 @@ import (
 // NewCELCache returns a cache for Matchers, with the CEL features the
 // scheduler enables by default.
 func NewCELCache() *cel.Cache {
-	return cel.NewCache(64, cel.Features{EnableConsumableCapacity: true})
+	return cel.NewCache(64, DefaultCELFeatures())
 }
 
 // ErrNoClass is returned by NewMatcher when the tier's DeviceClass is missing.

@@ -29,6 +29,12 @@ func Snapshot(ctx context.Context, dra fwk.SharedDRAManager, views *SliceCache) 
 	if err != nil {
 		return nil, err
 	}
+	return poolOf(inv, dra)
+}
+
+// poolOf builds the pool of an inventory taken from dra, with the claims'
+// holders and what in-flight allocations consume of shared devices.
+func poolOf(inv *Inventory, dra fwk.SharedDRAManager) (*Pool, error) {
 	claims, err := dra.ResourceClaims().List()
 	if err != nil {
 		return nil, fmt.Errorf("list ResourceClaims: %w", err)

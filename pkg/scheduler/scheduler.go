@@ -5,9 +5,13 @@
 package scheduler
 
 import (
+	"sort"
+
 	"github.com/spf13/cobra"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 
+	"github.com/rota-dev/rota/pkg/gpupool"
 	"github.com/rota-dev/rota/pkg/plugins/fairness"
 	"github.com/rota-dev/rota/pkg/plugins/gang"
 	"github.com/rota-dev/rota/pkg/plugins/quota"
@@ -19,17 +23,37 @@ import (
 // ProfileName is the schedulerName a pod sets to be placed by Rota.
 const ProfileName = "rota-scheduler"
 
+// Plugins returns the factories of every Rota plugin, by name. The plugins
+// built from one call share one gpupool.Caches: the slice index, compiled
+// selectors and selector results are kept once per scheduler, whichever
+// plugin needs them first in a cycle. Compiled with the allocator's CEL
+// features, so Tiering's predictions and the other plugins' counts agree.
+func Plugins() frameworkruntime.Registry {
+	caches := gpupool.NewCaches(tiering.CELFeatures())
+	return frameworkruntime.Registry{
+		tiering.Name:     tiering.Factory(caches),
+		reservation.Name: reservation.New,
+		quota.Name:       quota.Factory(caches),
+		fairness.Name:    fairness.Factory(caches),
+		gang.Name:        gang.Factory(caches),
+		waitreason.Name:  waitreason.Factory(caches),
+	}
+}
+
 // PluginOptions registers every Rota plugin with kube-scheduler's out-of-tree
 // registry. A plugin runs only where the KubeSchedulerConfiguration enables it.
 func PluginOptions() []app.Option {
-	return []app.Option{
-		app.WithPlugin(tiering.Name, tiering.New),
-		app.WithPlugin(reservation.Name, reservation.New),
-		app.WithPlugin(quota.Name, quota.New),
-		app.WithPlugin(fairness.Name, fairness.New),
-		app.WithPlugin(gang.Name, gang.New),
-		app.WithPlugin(waitreason.Name, waitreason.New),
+	plugins := Plugins()
+	names := make([]string, 0, len(plugins))
+	for name := range plugins {
+		names = append(names, name)
 	}
+	sort.Strings(names)
+	opts := make([]app.Option, 0, len(names))
+	for _, name := range names {
+		opts = append(opts, app.WithPlugin(name, plugins[name]))
+	}
+	return opts
 }
 
 // NewCommand returns kube-scheduler's command with Rota's plugins registered.

@@ -38,9 +38,23 @@ type Fairness struct {
 	turn    *turnChecker
 }
 
-// New builds the plugin and starts counting devices per tenant from the
-// scheduler's ResourceClaim informer.
-func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+// New builds the plugin from the profile's args, with caches of its own.
+func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+	return Factory(nil)(ctx, obj, h)
+}
+
+// Factory returns a constructor whose plugin keeps its slice index,
+// compiled selectors and match results in caches, shared with the other
+// Rota plugins of the scheduler; nil gives the plugin caches of its own.
+func Factory(caches *gpupool.Caches) func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) {
+	return func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+		return newFairness(ctx, obj, h, gpupool.CachesOrNew(caches))
+	}
+}
+
+// newFairness builds the plugin and starts counting devices per tenant
+// from the scheduler's ResourceClaim informer.
+func newFairness(_ context.Context, obj runtime.Object, h fwk.Handle, caches *gpupool.Caches) (fwk.Plugin, error) {
 	args, err := decodeArgs(obj)
 	if err != nil {
 		return nil, err
@@ -61,7 +75,7 @@ func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error
 	if dra := h.SharedDRAManager(); dra != nil {
 		pl.turn = &turnChecker{
 			pods: h.SharedInformerFactory().Core().V1().Pods().Lister(), dra: dra,
-			celCache: gpupool.NewCELCache(), matches: gpupool.NewMatchCache(), pending: newPending(h.ProfileName()), activate: h,
+			caches: caches, pending: newPending(h.ProfileName()), activate: h,
 		}
 		_, err = h.SharedInformerFactory().Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    pl.turn.pending.update,

@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
-	dracel "k8s.io/dynamic-resource-allocation/cel"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
@@ -107,13 +106,11 @@ func (p *pending) first(except string, o Order) []Entry {
 
 // turnChecker decides whether a pod must let another tenant's pod go first.
 type turnChecker struct {
-	pods     corelisters.PodLister
-	dra      fwk.SharedDRAManager
-	celCache *dracel.Cache
-	// matches remembers selector results per device between cycles.
-	matches *gpupool.MatchCache
-	// views keeps the index of the published slices between cycles.
-	views    gpupool.SliceCache
+	pods corelisters.PodLister
+	dra  fwk.SharedDRAManager
+	// caches are the slice index, compiled selectors and match results,
+	// shared with the scheduler's other Rota plugins.
+	caches   *gpupool.Caches
 	pending  *pending
 	activate fwk.PodActivator
 }
@@ -186,7 +183,7 @@ func (t *turnChecker) fitsNow(ctx context.Context, cs fwk.CycleState, pod *v1.Po
 	if len(requests) == 0 {
 		return true
 	}
-	pool, err := gpupool.CycleSnapshot(ctx, cs, t.dra, &t.views)
+	pool, err := gpupool.CycleSnapshot(ctx, cs, t.dra, &t.caches.Slices)
 	if err != nil {
 		return false
 	}
@@ -202,7 +199,7 @@ func (t *turnChecker) fitsOn(ctx context.Context, pool *gpupool.Pool, node strin
 	for _, r := range requests {
 		ok := false
 		for _, tier := range r.Tiers {
-			m, err := gpupool.NewMatcher(t.dra.DeviceClasses(), t.celCache, t.matches, tier)
+			m, err := gpupool.NewMatcher(t.dra.DeviceClasses(), t.caches.CEL, t.caches.Matches, tier)
 			if err != nil {
 				continue
 			}

@@ -25,7 +25,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	corelisters "k8s.io/client-go/listers/core/v1"
-	dracel "k8s.io/dynamic-resource-allocation/cel"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/utils/clock"
@@ -52,19 +51,30 @@ type Gang struct {
 	pods      corelisters.PodLister
 	waitLimit time.Duration
 	writer    *waits.Writer
-	celCache  *dracel.Cache
-	// matches remembers selector results per device between cycles.
-	matches *gpupool.MatchCache
-	// views keeps the index of the published slices between cycles.
-	views gpupool.SliceCache
+	// caches are the slice index, compiled selectors and match results,
+	// shared with the scheduler's other Rota plugins.
+	caches *gpupool.Caches
 
 	mu sync.Mutex
 	// holds maps a gang to its members that are reserved but not bound.
 	holds map[types.NamespacedName]sets.Set[types.UID]
 }
 
-// New builds the plugin from the profile's args.
+// New builds the plugin from the profile's args, with caches of its own.
 func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+	return Factory(nil)(ctx, obj, h)
+}
+
+// Factory returns a constructor whose plugin keeps its slice index,
+// compiled selectors and match results in caches, shared with the other
+// Rota plugins of the scheduler; nil gives the plugin caches of its own.
+func Factory(caches *gpupool.Caches) func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) {
+	return func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+		return newGang(ctx, obj, h, gpupool.CachesOrNew(caches))
+	}
+}
+
+func newGang(ctx context.Context, obj runtime.Object, h fwk.Handle, caches *gpupool.Caches) (fwk.Plugin, error) {
 	args, err := decodeArgs(obj)
 	if err != nil {
 		return nil, err
@@ -73,8 +83,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 		handle: h, pods: h.SharedInformerFactory().Core().V1().Pods().Lister(),
 		waitLimit: args.WaitLimit.Duration,
 		writer:    waits.NewWriter(h.ClientSet(), h.EventRecorder(), clock.RealClock{}),
-		celCache:  gpupool.NewCELCache(),
-		matches:   gpupool.NewMatchCache(),
+		caches:    caches,
 		holds:     map[types.NamespacedName]sets.Set[types.UID]{},
 	}
 	pl.writer.Run(ctx, 1)
@@ -166,7 +175,7 @@ func (pl *Gang) poolFits(ctx context.Context, cs fwk.CycleState, key types.Names
 	if err != nil {
 		return 0, 0, true
 	}
-	pool, err := gpupool.CycleSnapshot(ctx, cs, dra, &pl.views)
+	pool, err := gpupool.CycleSnapshot(ctx, cs, dra, &pl.caches.Slices)
 	if err != nil {
 		return 0, 0, true
 	}
@@ -182,7 +191,7 @@ func (pl *Gang) poolFits(ctx context.Context, cs fwk.CycleState, key types.Names
 		for _, r := range requests {
 			need += r.Tiers[0].Count
 			for _, t := range r.Tiers {
-				m, err := gpupool.NewMatcher(dra.DeviceClasses(), pl.celCache, pl.matches, t)
+				m, err := gpupool.NewMatcher(dra.DeviceClasses(), pl.caches.CEL, pl.caches.Matches, t)
 				if err != nil {
 					continue
 				}

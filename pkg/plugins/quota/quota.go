@@ -23,7 +23,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
-	dracel "k8s.io/dynamic-resource-allocation/cel"
 	"k8s.io/dynamic-resource-allocation/structured"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -49,14 +48,12 @@ const preFilterStateKey fwk.StateKey = "PreFilter" + Name
 
 // Quota is the plugin.
 type Quota struct {
-	dra      fwk.SharedDRAManager
-	args     *QuotaArgs
-	tenants  map[string]*TenantLimits
-	celCache *dracel.Cache
-	// matches remembers selector results per device between cycles.
-	matches *gpupool.MatchCache
-	// views keeps the index of the published slices between cycles.
-	views gpupool.SliceCache
+	dra     fwk.SharedDRAManager
+	args    *QuotaArgs
+	tenants map[string]*TenantLimits
+	// caches are the slice index, compiled selectors and match results,
+	// shared with the scheduler's other Rota plugins.
+	caches *gpupool.Caches
 
 	// inFlight holds the charges of claims between Reserve and PostBind,
 	// before their allocation is visible in the claim tracker.
@@ -70,21 +67,30 @@ type charge struct {
 	models    map[string]int64
 }
 
-// New builds the plugin from the profile's args.
-func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-	args, err := decodeArgs(obj)
-	if err != nil {
-		return nil, err
+// New builds the plugin from the profile's args, with caches of its own.
+func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+	return Factory(nil)(ctx, obj, h)
+}
+
+// Factory returns a constructor whose plugin keeps its slice index,
+// compiled selectors and match results in caches, shared with the other
+// Rota plugins of the scheduler; nil gives the plugin caches of its own.
+func Factory(caches *gpupool.Caches) func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) {
+	return func(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+		args, err := decodeArgs(obj)
+		if err != nil {
+			return nil, err
+		}
+		dra := h.SharedDRAManager()
+		if dra == nil {
+			return nil, fmt.Errorf("%s needs the scheduler's shared DRA manager (DynamicResourceAllocation disabled?)", Name)
+		}
+		pl := &Quota{dra: dra, args: args, tenants: map[string]*TenantLimits{}, caches: gpupool.CachesOrNew(caches), inFlight: map[types.UID]charge{}}
+		for i := range args.Tenants {
+			pl.tenants[args.Tenants[i].Namespace] = &args.Tenants[i]
+		}
+		return pl, nil
 	}
-	dra := h.SharedDRAManager()
-	if dra == nil {
-		return nil, fmt.Errorf("%s needs the scheduler's shared DRA manager (DynamicResourceAllocation disabled?)", Name)
-	}
-	pl := &Quota{dra: dra, args: args, tenants: map[string]*TenantLimits{}, celCache: gpupool.NewCELCache(), matches: gpupool.NewMatchCache(), inFlight: map[types.UID]charge{}}
-	for i := range args.Tenants {
-		pl.tenants[args.Tenants[i].Namespace] = &args.Tenants[i]
-	}
-	return pl, nil
 }
 
 // Name implements fwk.Plugin.
@@ -119,7 +125,7 @@ func (pl *Quota) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, 
 		// Missing claims are DynamicResources' to report.
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
-	pool, err := gpupool.CycleSnapshot(ctx, cs, pl.dra, &pl.views)
+	pool, err := gpupool.CycleSnapshot(ctx, cs, pl.dra, &pl.caches.Slices)
 	if err != nil {
 		return nil, fwk.AsStatus(err)
 	}
@@ -127,7 +133,7 @@ func (pl *Quota) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, 
 	for _, r := range requests {
 		ms := make([]*gpupool.Matcher, len(r.Tiers))
 		for i, t := range r.Tiers {
-			if m, err := gpupool.NewMatcher(pl.dra.DeviceClasses(), pl.celCache, pl.matches, t); err == nil {
+			if m, err := gpupool.NewMatcher(pl.dra.DeviceClasses(), pl.caches.CEL, pl.caches.Matches, t); err == nil {
 				ms[i] = m
 			}
 		}

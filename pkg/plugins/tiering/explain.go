@@ -87,7 +87,7 @@ func (pl *Tiering) PostFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Po
 	if err != nil {
 		return nil, statusError(logger, fmt.Errorf("list nodes: %w", err))
 	}
-	inv, err := pl.snapshotInventory(ctx)
+	inv, err := pl.cycleInventory(ctx, cs)
 	if err != nil {
 		return nil, statusError(logger, err)
 	}

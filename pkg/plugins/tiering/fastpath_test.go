@@ -62,7 +62,7 @@ func TestFastPathAgreesWithAllocator(t *testing.T) {
 			if !s.simple {
 				t.Fatal("a single firstAvailable request should take the fast path")
 			}
-			inv, err := e.tiering.snapshotInventory(e.ctx)
+			inv, err := e.tiering.cycleInventory(e.ctx, cs)
 			if err != nil {
 				t.Fatal(err)
 			}

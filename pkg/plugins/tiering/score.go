@@ -92,7 +92,7 @@ func (pl *Tiering) PreScore(ctx context.Context, cs fwk.CycleState, pod *v1.Pod,
 		return fwk.NewStatus(fwk.Skip)
 	}
 	logger := klog.FromContext(ctx)
-	inv, err := pl.snapshotInventory(ctx)
+	inv, err := pl.cycleInventory(ctx, cs)
 	if err != nil {
 		return statusError(logger, err)
 	}
@@ -124,7 +124,7 @@ func (pl *Tiering) rankNode(ctx context.Context, s *preFilterState, inv *gpupool
 	// The allocator scans every slice it is given on each call. Given only
 	// the slices that can offer devices to this node, it finds the same
 	// allocation without the cost growing with the cluster.
-	allocator, err := structured.NewAllocator(ctx, pl.features, inv.State, pl.dra.DeviceClasses(), inv.SlicesFor(node.Name), pl.celCache)
+	allocator, err := structured.NewAllocator(ctx, pl.features, inv.State, pl.dra.DeviceClasses(), inv.SlicesFor(node.Name), pl.caches.CEL)
 	if err != nil {
 		return r, fmt.Errorf("create allocator: %w", err)
 	}

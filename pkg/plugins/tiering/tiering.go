@@ -59,44 +59,65 @@ type Tiering struct {
 	args     *TieringArgs
 	dra      fwk.SharedDRAManager
 	features structured.Features
-	celCache *cel.Cache
 	metrics  *pluginMetrics
-	matches  *gpupool.MatchCache
-	views    *gpupool.SliceCache
+	// caches are the slice index, compiled selectors and match results,
+	// shared with the scheduler's other Rota plugins.
+	caches *gpupool.Caches
 }
 
-// New builds the plugin from the profile's args.
+// New builds the plugin from the profile's args, with caches of its own.
 func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-	args, err := decodeArgs(obj)
-	if err != nil {
-		return nil, err
+	return Factory(nil)(ctx, obj, h)
+}
+
+// Factory returns a constructor whose plugin keeps its slice index,
+// compiled selectors and match results in caches, shared with the other
+// Rota plugins of the scheduler; nil gives the plugin caches of its own.
+// Shared caches must compile with CELFeatures.
+func Factory(caches *gpupool.Caches) func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) {
+	return func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+		args, err := decodeArgs(obj)
+		if err != nil {
+			return nil, err
+		}
+		dra := h.SharedDRAManager()
+		if dra == nil {
+			return nil, fmt.Errorf("%s needs the scheduler's shared DRA manager (DynamicResourceAllocation disabled?)", Name)
+		}
+		if !utilfeature.DefaultFeatureGate.Enabled(features.DynamicResourceAllocation) {
+			return nil, fmt.Errorf("%s needs the DynamicResourceAllocation feature", Name)
+		}
+		shared := caches
+		if shared == nil {
+			shared = gpupool.NewCaches(CELFeatures())
+		}
+		klog.FromContext(ctx).V(2).Info("Tiering plugin configured", "policyVersion", args.PolicyVersion)
+		return &Tiering{
+			handle:   h,
+			args:     args,
+			dra:      dra,
+			features: dynamicresources.AllocatorFeatures(schedulerFeatures()),
+			caches:   shared,
+			metrics:  registerMetrics(),
+		}, nil
 	}
-	dra := h.SharedDRAManager()
-	if dra == nil {
-		return nil, fmt.Errorf("%s needs the scheduler's shared DRA manager (DynamicResourceAllocation disabled?)", Name)
-	}
-	// Tiering must predict exactly what DynamicResources will allocate, so
-	// it runs the allocator with the same feature set the scheduler derives
-	// for DynamicResources from the process's gates.
-	fts := plfeature.NewSchedulerFeaturesFromGates(utilfeature.DefaultFeatureGate)
-	if !utilfeature.DefaultFeatureGate.Enabled(features.DynamicResourceAllocation) {
-		return nil, fmt.Errorf("%s needs the DynamicResourceAllocation feature", Name)
-	}
-	celFeatures := cel.Features{
+}
+
+// schedulerFeatures are the features the scheduler derives for
+// DynamicResources from the process's gates. Tiering must predict exactly
+// what DynamicResources will allocate, so its allocator uses the same.
+func schedulerFeatures() plfeature.Features {
+	return plfeature.NewSchedulerFeaturesFromGates(utilfeature.DefaultFeatureGate)
+}
+
+// CELFeatures are the CEL features of the scheduler's allocator under the
+// process's feature gates: the caches Tiering shares must compile with them.
+func CELFeatures() cel.Features {
+	fts := schedulerFeatures()
+	return cel.Features{
 		EnableConsumableCapacity: fts.EnableDRAConsumableCapacity,
 		EnableListTypeAttributes: fts.EnableDRAListTypeAttributes,
 	}
-	klog.FromContext(ctx).V(2).Info("Tiering plugin configured", "policyVersion", args.PolicyVersion)
-	return &Tiering{
-		handle:   h,
-		args:     args,
-		dra:      dra,
-		features: dynamicresources.AllocatorFeatures(fts),
-		celCache: cel.NewCache(32, celFeatures),
-		matches:  gpupool.NewMatchCache(),
-		views:    &gpupool.SliceCache{},
-		metrics:  registerMetrics(),
-	}, nil
 }
 
 // Name implements fwk.Plugin.

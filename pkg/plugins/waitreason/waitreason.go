@@ -22,7 +22,6 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	policylisters "k8s.io/client-go/listers/policy/v1"
 	"k8s.io/client-go/tools/cache"
-	dracel "k8s.io/dynamic-resource-allocation/cel"
 	"k8s.io/dynamic-resource-allocation/resourceclaim"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -53,40 +52,46 @@ var (
 
 // WaitReason is the plugin.
 type WaitReason struct {
-	handle   fwk.Handle
-	dra      fwk.SharedDRAManager
-	pods     corelisters.PodLister
-	pdbs     policylisters.PodDisruptionBudgetLister
-	writer   *waits.Writer
-	clock    clock.PassiveClock
-	celCache *dracel.Cache
-	// matches remembers selector results per device between cycles.
-	matches *gpupool.MatchCache
-	// views keeps the index of the published slices between cycles.
-	views   gpupool.SliceCache
+	handle fwk.Handle
+	dra    fwk.SharedDRAManager
+	pods   corelisters.PodLister
+	pdbs   policylisters.PodDisruptionBudgetLister
+	writer *waits.Writer
+	clock  clock.PassiveClock
+	// caches are the slice index, compiled selectors and match results,
+	// shared with the scheduler's other Rota plugins.
+	caches  *gpupool.Caches
 	metrics *pluginMetrics
 }
 
-// New builds the plugin. It takes no args.
-func New(ctx context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-	return newWithClock(ctx, h, clock.RealClock{})
+// New builds the plugin, with caches of its own. It takes no args.
+func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+	return Factory(nil)(ctx, obj, h)
 }
 
-func newWithClock(ctx context.Context, h fwk.Handle, clk clock.PassiveClock) (*WaitReason, error) {
+// Factory returns a constructor whose plugin keeps its slice index,
+// compiled selectors and match results in caches, shared with the other
+// Rota plugins of the scheduler; nil gives the plugin caches of its own.
+func Factory(caches *gpupool.Caches) func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) {
+	return func(ctx context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+		return newWithClock(ctx, h, clock.RealClock{}, gpupool.CachesOrNew(caches))
+	}
+}
+
+func newWithClock(ctx context.Context, h fwk.Handle, clk clock.PassiveClock, caches *gpupool.Caches) (*WaitReason, error) {
 	dra := h.SharedDRAManager()
 	if dra == nil {
 		return nil, fmt.Errorf("%s needs the scheduler's shared DRA manager (DynamicResourceAllocation disabled?)", Name)
 	}
 	pl := &WaitReason{
-		handle:   h,
-		dra:      dra,
-		pods:     h.SharedInformerFactory().Core().V1().Pods().Lister(),
-		pdbs:     h.SharedInformerFactory().Policy().V1().PodDisruptionBudgets().Lister(),
-		writer:   waits.NewWriter(h.ClientSet(), h.EventRecorder(), clk),
-		clock:    clk,
-		celCache: gpupool.NewCELCache(),
-		matches:  gpupool.NewMatchCache(),
-		metrics:  registerMetrics(),
+		handle:  h,
+		dra:     dra,
+		pods:    h.SharedInformerFactory().Core().V1().Pods().Lister(),
+		pdbs:    h.SharedInformerFactory().Policy().V1().PodDisruptionBudgets().Lister(),
+		writer:  waits.NewWriter(h.ClientSet(), h.EventRecorder(), clk),
+		clock:   clk,
+		caches:  caches,
+		metrics: registerMetrics(),
 	}
 	_, err := h.SharedInformerFactory().Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		DeleteFunc: func(obj any) {
@@ -162,7 +167,7 @@ func (pl *WaitReason) classify(ctx context.Context, cs fwk.CycleState, pod *v1.P
 	if err != nil {
 		return waits.Verdict{}, err
 	}
-	pool, err := gpupool.CycleSnapshot(ctx, cs, pl.dra, &pl.views)
+	pool, err := gpupool.CycleSnapshot(ctx, cs, pl.dra, &pl.caches.Slices)
 	if err != nil {
 		return waits.Verdict{}, err
 	}
@@ -171,7 +176,7 @@ func (pl *WaitReason) classify(ctx context.Context, cs fwk.CycleState, pod *v1.P
 	for _, r := range requests {
 		var tiers []waits.TierCounts
 		for i := range r.Tiers {
-			m, err := gpupool.NewMatcher(pl.dra.DeviceClasses(), pl.celCache, pl.matches, r.Tiers[i])
+			m, err := gpupool.NewMatcher(pl.dra.DeviceClasses(), pl.caches.CEL, pl.caches.Matches, r.Tiers[i])
 			if err != nil {
 				tiers = append(tiers, waits.TierCounts{Label: waits.TierLabel(r, i) + " (" + err.Error() + ")", Need: int(r.Tiers[i].Count)})
 				continue

@@ -15,10 +15,7 @@ import (
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	perf "k8s.io/kubernetes/test/integration/scheduler_perf"
 
-	"github.com/rota-dev/rota/pkg/plugins/fairness"
-	"github.com/rota-dev/rota/pkg/plugins/quota"
-	"github.com/rota-dev/rota/pkg/plugins/tiering"
-	"github.com/rota-dev/rota/pkg/plugins/waitreason"
+	rotascheduler "github.com/rota-dev/rota/pkg/scheduler"
 )
 
 func TestMain(m *testing.M) {
@@ -30,13 +27,9 @@ func TestMain(m *testing.M) {
 }
 
 func registry() frameworkruntime.Registry {
-	return frameworkruntime.Registry{
-		tiering.Name:    tiering.New,
-		quota.Name:      quota.New,
-		fairness.Name:   fairness.New,
-		waitreason.Name: waitreason.New,
-		observerName:    newTierObserver(os.Stdout),
-	}
+	r := rotascheduler.Plugins()
+	r[observerName] = newTierObserver(os.Stdout)
+	return r
 }
 
 // BenchmarkPerfScheduling runs every test case of performance-config.yaml
