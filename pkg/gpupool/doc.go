@@ -6,9 +6,11 @@
 // and whether a device matches a request's class and selectors.
 //
 // The scheduler plugins read it on their hot path (docs/architecture.md,
-// "Package map"): the index of the published slices is built only when the
-// slice list changes (SliceCache), the allocated state is read once per
-// snapshot, and selector results are remembered per device (MatchCache).
+// "Package map"): the allocated state is gathered once per scheduling cycle
+// for every plugin (CycleInventory, CycleSnapshot), and the plugins of one
+// scheduler share one Caches: the index of the published slices, built only
+// when the slice list changes (SliceCache), the compiled selectors, and the
+// selector results per device (MatchCache).
 // The reservation controller, kubectl-rota's pool report, the sandbox report
 // and the capacity preview build the same model from listed objects.
 package gpupool
