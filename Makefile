@@ -95,6 +95,14 @@ bench-scheduler: bin/etcd ## Scheduler throughput: stock vs Rota profile (schedu
 	done
 	$(GO) run ./test/bench/scheduler/summary < bin/bench-scheduler.out
 
+# Every fuzz target for FUZZTIME each, one after the other (hack/fuzz.sh);
+# FUZZ_KEEP=1 keeps the inputs found interesting under testdata/fuzz.
+FUZZTIME ?= 30s
+FUZZ_KEEP ?= 0
+.PHONY: fuzz
+fuzz: ## Run every fuzzer for FUZZTIME each (FUZZ=FuzzX for one; FUZZ_KEEP=1 keeps new inputs).
+	FUZZTIME=$(FUZZTIME) FUZZ_KEEP=$(FUZZ_KEEP) FUZZ=$(FUZZ) hack/fuzz.sh
+
 .PHONY: generate
 generate: $(TOOLS)/controller-gen ## Regenerate deepcopy code and CRDs.
 	controller-gen object:headerFile=hack/boilerplate.go.txt paths=./pkg/apis/...
