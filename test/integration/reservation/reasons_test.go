@@ -15,7 +15,8 @@ import (
 // (--consumable-memory), that a pod kept off a GPU waits with the reason
 // of the real cause: a GPUReservation holding the GPU (the pod is not a
 // member), the reservation's VRAM budget (a member asks too much), or a GPU
-// the driver marked unhealthy. Each node has two H200s: gpu-0 is held by
+// the driver marked unhealthy (also one the reservation holds: its member
+// waits for the GPU). Each node has two H200s: gpu-0 is held by
 // GPUReservation team-a/serving, gpu-1 is taken by another tenant's pod
 // until the unhealthy case frees and taints it.
 func TestWaitReasonsNameTheCause(t *testing.T) {
@@ -76,10 +77,10 @@ func testWaitReasons(t *testing.T, slice *resourceapi.ResourceSlice) {
 		t.Logf("tolerating non-member waits: %s", msg)
 	})
 
+	memberRS := cp.CreateDeployment(t, tenant, "md-a")
 	t.Run("member over the reservation's budget", func(t *testing.T) {
-		rs := cp.CreateDeployment(t, tenant, "md-a")
 		cp.Create(t, framework.SharedGPUTemplate(tenant, "big", 140000, reservedToleration(tenant, "serving"), framework.UUIDSelector(heldUUID)))
-		p := framework.ReplicaPod(rs, "big", schedulerName, "big")
+		p := framework.ReplicaPod(memberRS, "big", schedulerName, "big")
 		cp.Create(t, p)
 		msg := cp.WaitForWaiting(t, tenant, p.Name, string(waits.ReservationOvercommitted),
 			"pod asks 140000 MiB but GPUReservation team-a/serving allows")
@@ -95,5 +96,18 @@ func testWaitReasons(t *testing.T, slice *resourceapi.ResourceSlice) {
 		msg := cp.WaitForWaiting(t, outsiders, p.Name, string(waits.Unhealthy),
 			"0 free and 1 more matching but tainted unhealthy ("+node+": 1)")
 		t.Logf("pod pinned to the unhealthy GPU waits: %s", msg)
+
+		// The reserved GPU turns unhealthy: a member that would use it
+		// waits for the GPU, not for the reservation.
+		cp.SetDeviceTaints(t, node, "gpu-0", framework.UnhealthyTaint)
+		waitForReservation(t, cp, tenant, "serving", "Degraded", func(r *rotav1.GPUReservation) bool {
+			return r.Status.Phase == rotav1.ReservationDegraded
+		})
+		cp.Create(t, framework.SharedGPUTemplate(tenant, "small", 1024, reservedToleration(tenant, "serving"), framework.UUIDSelector(heldUUID)))
+		mp := framework.ReplicaPod(memberRS, "small", schedulerName, "small")
+		cp.Create(t, mp)
+		msg = cp.WaitForWaiting(t, tenant, mp.Name, string(waits.Unhealthy),
+			"0 free and 1 more matching but tainted unhealthy ("+node+": 1)")
+		t.Logf("member of the reservation whose GPU turned unhealthy waits: %s", msg)
 	})
 }
