@@ -75,18 +75,46 @@ func BlockingTaint(d *resourceapi.Device, tolerations []resourceapi.DeviceTolera
 		if t.Effect != resourceapi.DeviceTaintEffectNoSchedule && t.Effect != resourceapi.DeviceTaintEffectNoExecute {
 			continue
 		}
-		tolerated := false
-		for _, tol := range tolerations {
-			if resourceclaim.ToleratesTaint(tol, *t) {
-				tolerated = true
-				break
-			}
-		}
-		if !tolerated {
+		if !tolerates(tolerations, t) {
 			return t
 		}
 	}
 	return nil
+}
+
+// Blocked tells apart what keeps a claim with the tolerations off d. other
+// is the first untolerated NoSchedule/NoExecute taint that is not a
+// reservation's (the driver's unhealthy taint, an admin's), or nil;
+// reservedBy is the value ("<namespace>.<name>") of an untolerated
+// rota.dev/reserved taint, or "". A device both reserved and unhealthy has
+// both; callers that must pick one name the unhealthy taint, because the
+// GPU stays unusable until it heals, reservation or not.
+func Blocked(d *resourceapi.Device, tolerations []resourceapi.DeviceToleration) (other *resourceapi.DeviceTaint, reservedBy string) {
+	for i := range d.Taints {
+		t := &d.Taints[i]
+		if t.Effect != resourceapi.DeviceTaintEffectNoSchedule && t.Effect != resourceapi.DeviceTaintEffectNoExecute {
+			continue
+		}
+		if tolerates(tolerations, t) {
+			continue
+		}
+		switch {
+		case t.Key == gpuv1.ReservedTaintKey && reservedBy == "":
+			reservedBy = t.Value
+		case t.Key != gpuv1.ReservedTaintKey && other == nil:
+			other = t
+		}
+	}
+	return other, reservedBy
+}
+
+func tolerates(tolerations []resourceapi.DeviceToleration, t *resourceapi.DeviceTaint) bool {
+	for _, tol := range tolerations {
+		if resourceclaim.ToleratesTaint(tol, *t) {
+			return true
+		}
+	}
+	return false
 }
 
 // StringAttribute reads an attribute by its bare or driver-qualified name.

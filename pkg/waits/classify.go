@@ -16,8 +16,16 @@ type TierCounts struct {
 	Matching map[string]int
 	// Free counts the matching devices a new claim could take, per node.
 	Free map[string]int
-	// Tainted counts matching devices, not allocated, that a taint blocks.
+	// Tainted counts matching devices, not allocated, that a taint other
+	// than a reservation's blocks (the driver's unhealthy taint), per node.
 	Tainted map[string]int
+	// Reserved counts matching devices, not allocated, that only a
+	// GPUReservation's taint keeps the pod off, per node: the pod is not a
+	// member, so its claims do not tolerate the reservation.
+	Reserved map[string]int
+	// Reservations counts the Reserved devices per reservation, by its
+	// "namespace/name".
+	Reservations map[string]int
 	// Preemptible counts matching devices held only by pods of lower
 	// priority than the waiting pod that no disruption budget protects.
 	Preemptible map[string]int
@@ -36,6 +44,11 @@ type Attempt struct {
 	// Reservation is the reservation plugin's message when it rejected the
 	// pod for a VRAM budget.
 	Reservation string
+	// NotMember is the reservation plugin's message when it refused the
+	// pod for reaching for a reservation's GPUs it may not use: a claim
+	// tolerates a reservation the pod is not a member of, or a member's
+	// claim does not tolerate its own.
+	NotMember string
 	// Gang is the gang plugin's message when the pod's gang is incomplete.
 	Gang string
 	// Turn is the fairness plugin's message when the pod waits its turn
@@ -67,6 +80,7 @@ const (
 	stateFits tierState = iota
 	stateFragmented
 	stateUnhealthy
+	stateReserved
 	stateInsufficient
 )
 
@@ -118,12 +132,16 @@ func (t TierCounts) state() tierState {
 			return stateFits
 		}
 	}
-	free := sum(t.Free)
+	free, tainted := sum(t.Free), sum(t.Tainted)
 	switch {
 	case free >= t.Need:
 		return stateFragmented
-	case free+sum(t.Tainted) >= t.Need:
+	case free+tainted >= t.Need:
+		// Unhealthy GPUs decide when they alone make up the difference:
+		// the pod gets them once they heal, whoever holds a reservation.
 		return stateUnhealthy
+	case free+tainted+sum(t.Reserved) >= t.Need:
+		return stateReserved
 	default:
 		return stateInsufficient
 	}
@@ -158,6 +176,8 @@ func Classify(a Attempt) Verdict {
 		return Verdict{Reason: QuotaExceeded, Message: a.Quota}
 	case a.Reservation != "":
 		return Verdict{Reason: ReservationOvercommitted, Message: a.Reservation}
+	case a.NotMember != "":
+		return Verdict{Reason: Reserved, Message: RefusedByReservation + ": " + a.NotMember}
 	case a.Gang != "":
 		return Verdict{Reason: GangIncomplete, Message: a.Gang}
 	case a.Turn != "":
@@ -185,10 +205,15 @@ func Classify(a Attempt) Verdict {
 		if tainted := sum(t.Tainted); tainted > 0 {
 			msg += fmt.Sprintf(", %d tainted unhealthy", tainted)
 		}
+		if reserved := sum(t.Reserved); reserved > 0 {
+			msg += fmt.Sprintf(", %d reserved by %s", reserved, reservations(t))
+		}
 		return withPreemption(Verdict{Reason: InsufficientCapacity, Message: msg}, t)
 	case stateUnhealthy:
 		return Verdict{Reason: Unhealthy, Message: fmt.Sprintf("%s: needs %s, %d free and %d more matching but tainted unhealthy (%s)",
 			t.Label, gpus(t.Need), free, sum(t.Tainted), spread(t.Tainted))}
+	case stateReserved:
+		return reservedVerdict(t)
 	case stateFragmented:
 		node, block := largest(t.Free)
 		msg := fmt.Sprintf("%s: needs %s on one node; %d free in the pool but spread (%s), largest free block %d on %s",
@@ -204,6 +229,11 @@ func Classify(a Attempt) Verdict {
 	}
 	return nodeVerdict(a, fmt.Sprintf("%s: %d free (%s)", t.Label, free, spread(t.Free)))
 }
+
+// RefusedByReservation starts the message of a pod the Reservation plugin
+// refused for reaching for a reservation's GPUs it may not use: no device
+// freed anywhere lets it in.
+const RefusedByReservation = "refused by the Reservation plugin"
 
 // NodesRejected is said of a pod whose devices would do on some node but
 // that other plugins rejected there (not a reservation member, CPU, ...).
@@ -233,7 +263,7 @@ func withPreemption(v Verdict, t TierCounts) Verdict {
 	possible := map[string]int{}
 	reachable := map[string]int{}
 	for node, m := range t.Matching {
-		possible[node] = m - t.Pinned[node] - t.Tainted[node]
+		possible[node] = m - t.Pinned[node] - t.Tainted[node] - t.Reserved[node]
 		reachable[node] = t.Free[node] + t.Preemptible[node]
 	}
 	if pNode, pBlock := largest(possible); pBlock < t.Need && sum(t.Pinned) > 0 {

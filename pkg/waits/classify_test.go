@@ -12,6 +12,22 @@ func counts(need int, free, tainted, preemptible, pinned [2]int) TierCounts {
 	return TierCounts{Label: "request gpu", Need: need, Matching: m([2]int{2, 2}), Free: m(free), Tainted: m(tainted), Preemptible: m(preemptible), Pinned: m(pinned)}
 }
 
+// withReserved adds reserved devices per node to c, held by the
+// reservations named, one device each (the last takes the rest).
+func withReserved(c TierCounts, reserved [2]int, names ...string) TierCounts {
+	c.Reserved = map[string]int{"n1": reserved[0], "n2": reserved[1]}
+	c.Reservations = map[string]int{}
+	left := reserved[0] + reserved[1]
+	for i, n := range names {
+		c.Reservations[n] = 1
+		if i == len(names)-1 {
+			c.Reservations[n] = left
+		}
+		left--
+	}
+	return c
+}
+
 func TestClassify(t *testing.T) {
 	none := [2]int{}
 	cases := map[string]struct {
@@ -42,6 +58,35 @@ func TestClassify(t *testing.T) {
 		"tainted GPUs would have been enough": {
 			in:   Attempt{Requests: [][]TierCounts{{counts(2, [2]int{1, 0}, [2]int{0, 1}, none, none)}}},
 			want: Verdict{Reason: Unhealthy, Message: "request gpu: needs 2 GPUs, 1 free and 1 more matching but tainted unhealthy (n2: 1)"},
+		},
+		"GPUs a reservation holds would have been enough": {
+			in: Attempt{Requests: [][]TierCounts{{withReserved(counts(2, [2]int{1, 0}, none, none, none), [2]int{0, 1}, "team-a/serving")}}},
+			want: Verdict{Reason: Reserved, Message: "request gpu: needs 2 GPUs, 1 free and 1 more matching but reserved by GPUReservation team-a/serving (n2: 1); " +
+				"the pod is not a member of it (only members' claims tolerate a reservation's rota.dev/reserved taint)"},
+		},
+		"unhealthy GPUs decide when they alone make up the difference": {
+			in:   Attempt{Requests: [][]TierCounts{{withReserved(counts(1, none, [2]int{1, 0}, none, none), [2]int{0, 1}, "team-a/serving")}}},
+			want: Verdict{Reason: Unhealthy, Message: "request gpu: needs 1 GPU, 0 free and 1 more matching but tainted unhealthy (n1: 1)"},
+		},
+		"reserved and unhealthy GPUs needed together": {
+			in: Attempt{Requests: [][]TierCounts{{withReserved(counts(2, none, [2]int{1, 0}, none, none), [2]int{0, 1}, "team-a/a")}}},
+			want: Verdict{Reason: Reserved, Message: "request gpu: needs 2 GPUs, 0 free and 1 more matching but reserved by GPUReservation team-a/a (n2: 1) or tainted unhealthy (n1: 1); " +
+				"the pod is not a member of it (only members' claims tolerate a reservation's rota.dev/reserved taint)"},
+		},
+		"two reservations": {
+			in: Attempt{Requests: [][]TierCounts{{withReserved(counts(2, none, none, none, none), [2]int{1, 1}, "team-a/a", "team-b/b")}}},
+			want: Verdict{Reason: Reserved, Message: "request gpu: needs 2 GPUs, 0 free and 2 more matching but reserved by GPUReservations team-a/a (1), team-b/b (1) (n1: 1, n2: 1); " +
+				"the pod is not a member of them (only members' claims tolerate a reservation's rota.dev/reserved taint)"},
+		},
+		"too few even with the reserved GPUs: capacity, with the reservation named": {
+			in: Attempt{Requests: [][]TierCounts{{withReserved(counts(4, none, none, none, none), [2]int{1, 0}, "team-a/serving")}}},
+			want: Verdict{Reason: InsufficientCapacity, Message: "request gpu: needs 4 GPUs, 0 free in the pool (none) of 4 matching, 1 reserved by GPUReservation team-a/serving; " +
+				"preemption would not help: evicting every lower-priority pod leaves at most 0 free on one node (no node)"},
+		},
+		"refused by the reservation plugin as not a member": {
+			in: Attempt{NotMember: "ReservationNotMember: pod's workload is not a member of GPUReservation team-a/serving",
+				Requests: [][]TierCounts{{counts(1, [2]int{1, 0}, none, none, none)}}},
+			want: Verdict{Reason: Reserved, Message: "refused by the Reservation plugin: ReservationNotMember: pod's workload is not a member of GPUReservation team-a/serving"},
 		},
 		"quota first, whatever the pool says": {
 			in:   Attempt{Quota: "QuotaExceeded: team-a holds 8 of 8 H100", Requests: [][]TierCounts{{counts(1, [2]int{1, 1}, none, none, none)}}},

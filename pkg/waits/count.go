@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
 	"github.com/rota-dev/rota/pkg/gpupool"
 )
 
@@ -34,6 +35,7 @@ func CountTier(ctx context.Context, pool *gpupool.Pool, m *gpupool.Matcher, r gp
 	tc := TierCounts{
 		Label: TierLabel(r, i), Need: int(t.Count),
 		Matching: map[string]int{}, Free: map[string]int{}, Tainted: map[string]int{},
+		Reserved: map[string]int{}, Reservations: map[string]int{},
 		Preemptible: map[string]int{}, Pinned: map[string]int{},
 	}
 	if t.All {
@@ -45,17 +47,34 @@ func CountTier(ctx context.Context, pool *gpupool.Pool, m *gpupool.Matcher, r gp
 				continue
 			}
 			tc.Matching[node]++
+			// A GPU that only a reservation the claim does not tolerate
+			// keeps it off counts as reserved, whether its members use it
+			// now or not: they are not what keeps the pod off. A reserved
+			// GPU that is also unhealthy counts as unhealthy.
+			other, reservedBy := gpupool.Blocked(d.Device, t.Tolerations)
 			switch {
-			case d.FreeFor(t) && gpupool.BlockingTaint(d.Device, t.Tolerations) != nil:
-				tc.Tainted[node]++
-			case d.FreeFor(t):
-				tc.Free[node]++
-			default:
+			case other == nil && reservedBy != "":
+				tc.Reserved[node]++
+				tc.Reservations[reservationName(reservedBy)]++
+			case !d.FreeFor(t):
 				classifyHeld(&tc, node, d, priority, holders)
+			case other != nil:
+				tc.Tainted[node]++
+			default:
+				tc.Free[node]++
 			}
 		}
 	}
 	return tc
+}
+
+// reservationName renders a reserved taint's value "<namespace>.<name>" as
+// "namespace/name", the way kubectl names the GPUReservation.
+func reservationName(value string) string {
+	if ns, name, ok := gpuv1.ParseReservedTaintValue(value); ok {
+		return ns + "/" + name
+	}
+	return value
 }
 
 // classifyHeld counts an allocated device as pinned (some holder must keep

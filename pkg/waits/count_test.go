@@ -1,12 +1,16 @@
 package waits
 
 import (
+	"fmt"
 	"testing"
 
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
 	"github.com/rota-dev/rota/pkg/gpupool"
 	"github.com/rota-dev/rota/pkg/gpupool/gpupooltest"
 )
@@ -40,5 +44,86 @@ func TestFullSharedGPUIsInsufficientCapacity(t *testing.T) {
 	v := Classify(Attempt{Requests: [][]TierCounts{{tc}}, DeviceConstraintNodes: []string{"h200-0"}})
 	if v.Reason != InsufficientCapacity {
 		t.Errorf("reason %s (%s), want %s", v.Reason, v.Message, InsufficientCapacity)
+	}
+}
+
+// nodeKinds are one H200 on node h200-0 as the driver publishes it with
+// and without --consumable-memory.
+func nodeKinds() map[string]*resourceapi.ResourceSlice {
+	plain := gpupooltest.SharedH200Slice()
+	d := &plain.Spec.Devices[0]
+	d.AllowMultipleAllocations = nil
+	d.Capacity = map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{gpuv1.CapacityMemory: {Value: resource.MustParse("143771Mi")}}
+	return map[string]*resourceapi.ResourceSlice{"plain": plain, "consumable-memory": gpupooltest.SharedH200Slice()}
+}
+
+// memberClaim is a reservation member's claim holding gpu-0 of h200-0,
+// with 8Gi of its memory where the GPU is shared.
+func memberClaim(shared bool) *resourceapi.ResourceClaim {
+	r := resourceapi.DeviceRequestAllocationResult{Request: "gpu", Driver: gpuv1.DriverName, Pool: "h200-0", Device: "gpu-0"}
+	if shared {
+		r.ConsumedCapacity = map[resourceapi.QualifiedName]resource.Quantity{gpuv1.CapacityMemory: resource.MustParse("8Gi")}
+		r.ShareID = ptr.To(types.UID("share-1"))
+	}
+	return &resourceapi.ResourceClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "member"},
+		Status: resourceapi.ResourceClaimStatus{Allocation: &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{
+			Results: []resourceapi.DeviceRequestAllocationResult{r},
+		}}},
+	}
+}
+
+// TestCountTellsReservedFromUnhealthy counts, on both node kinds, a GPU
+// that a reservation holds apart from one the driver tainted unhealthy:
+// the reserved one (idle or used by members) is Reserved for a claim that
+// does not tolerate the reservation, free for one that does; an unhealthy
+// one is Tainted, reserved or not.
+func TestCountTellsReservedFromUnhealthy(t *testing.T) {
+	reserved := resourceapi.DeviceTaint{Key: gpuv1.ReservedTaintKey, Value: "team-a.serving", Effect: resourceapi.DeviceTaintEffectNoSchedule}
+	unhealthy := resourceapi.DeviceTaint{Key: gpuv1.UnhealthyTaintKey, Value: "xid-79", Effect: resourceapi.DeviceTaintEffectNoSchedule}
+	member := []resourceapi.DeviceToleration{{Key: gpuv1.ReservedTaintKey, Operator: resourceapi.DeviceTolerationOpEqual, Value: "team-a.serving", Effect: resourceapi.DeviceTaintEffectNoSchedule}}
+	cases := map[string]struct {
+		taints      []resourceapi.DeviceTaint
+		tolerations []resourceapi.DeviceToleration
+		memberHolds bool
+		wantReason  Reason
+		wantCounts  string // free/tainted/reserved on h200-0
+	}{
+		"idle reserved GPU, non-member":        {taints: []resourceapi.DeviceTaint{reserved}, wantReason: Reserved, wantCounts: "0/0/1"},
+		"reserved GPU members use, non-member": {taints: []resourceapi.DeviceTaint{reserved}, memberHolds: true, wantReason: Reserved, wantCounts: "0/0/1"},
+		"idle reserved GPU, member":            {taints: []resourceapi.DeviceTaint{reserved}, tolerations: member, wantCounts: "1/0/0"},
+		"unhealthy GPU":                        {taints: []resourceapi.DeviceTaint{unhealthy}, wantReason: Unhealthy, wantCounts: "0/1/0"},
+		"unhealthy reserved GPU, non-member":   {taints: []resourceapi.DeviceTaint{reserved, unhealthy}, wantReason: Unhealthy, wantCounts: "0/1/0"},
+		"unhealthy reserved GPU, member":       {taints: []resourceapi.DeviceTaint{unhealthy, reserved}, tolerations: member, wantReason: Unhealthy, wantCounts: "0/1/0"},
+	}
+	for kind, slice := range nodeKinds() {
+		for name, tc := range cases {
+			t.Run(kind+"/"+name, func(t *testing.T) {
+				s := slice.DeepCopy()
+				s.Spec.Devices[0].Taints = tc.taints
+				var claims []*resourceapi.ResourceClaim
+				if tc.memberHolds {
+					claims = append(claims, memberClaim(s.Spec.Devices[0].AllowMultipleAllocations != nil))
+				}
+				p := gpupool.NewPool([]*resourceapi.ResourceSlice{s}, claims, nil)
+				tier := memTier("8Gi")
+				tier.Tolerations = tc.tolerations
+				r := gpupool.Request{Name: "gpu", Tiers: []gpupool.Tier{tier}}
+				c := CountTier(t.Context(), p, &gpupool.Matcher{}, r, 0, 0, nil)
+				got := fmt.Sprintf("%d/%d/%d", c.Free["h200-0"], c.Tainted["h200-0"], c.Reserved["h200-0"])
+				if got != tc.wantCounts {
+					t.Errorf("free/tainted/reserved = %s, want %s", got, tc.wantCounts)
+				}
+				if tc.wantCounts == "0/0/1" && c.Reservations["team-a/serving"] != 1 {
+					t.Errorf("reservations %v, want team-a/serving: 1", c.Reservations)
+				}
+				if tc.wantReason == "" {
+					return
+				}
+				if v := Classify(Attempt{Requests: [][]TierCounts{{c}}}); v.Reason != tc.wantReason {
+					t.Errorf("reason %s (%s), want %s", v.Reason, v.Message, tc.wantReason)
+				}
+			})
+		}
 	}
 }

@@ -32,6 +32,9 @@ const (
 	// Unhealthy: enough matching devices exist, but some of those needed
 	// are tainted unhealthy.
 	Unhealthy Reason = "Unhealthy"
+	// Reserved: enough matching devices exist, but some of those needed
+	// are held by a GPUReservation the pod is not a member of.
+	Reserved Reason = "Reserved"
 	// NotAttempted: still queued; no scheduling attempt yet.
 	NotAttempted Reason = "NotAttempted"
 )
@@ -40,7 +43,7 @@ const (
 const Placed = "Placed"
 
 // AllReasons lists the reasons in a stable order, for metrics and docs.
-var AllReasons = []Reason{QuotaExceeded, InsufficientCapacity, TopologyFragmentation, GangIncomplete, ReservationOvercommitted, Unhealthy, NotAttempted}
+var AllReasons = []Reason{QuotaExceeded, InsufficientCapacity, TopologyFragmentation, GangIncomplete, ReservationOvercommitted, Reserved, Unhealthy, NotAttempted}
 
 // Current returns the pod's rota.dev/Waiting condition, or nil.
 func Current(pod *v1.Pod) *v1.PodCondition {

@@ -167,8 +167,10 @@ func eligible(pod *v1.Pod) bool {
 		return false
 	}
 	// Nor pods that free devices would not help: other plugins rejected
-	// every node that has them (e.g. not a member of the reservation).
-	return !strings.Contains(c.Message, "constraint conflict") && !strings.Contains(c.Message, waits.NodesRejected)
+	// every node that has them, or the Reservation plugin refused the pod
+	// (it reaches for a reservation it is not a member of).
+	return !strings.Contains(c.Message, "constraint conflict") && !strings.Contains(c.Message, waits.NodesRejected) &&
+		!strings.HasPrefix(c.Message, waits.RefusedByReservation)
 }
 
 // fitsNow reports whether every request of the pod's unallocated claims

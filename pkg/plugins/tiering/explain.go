@@ -87,14 +87,14 @@ func (pl *Tiering) PostFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Po
 	if err != nil {
 		return nil, statusError(logger, fmt.Errorf("list nodes: %w", err))
 	}
-	inv, err := pl.cycleInventory(ctx, cs)
+	pool, err := gpupool.CycleSnapshot(ctx, cs, pl.dra, &pl.caches.Slices)
 	if err != nil {
 		return nil, statusError(logger, err)
 	}
 	var parts []string
 	for _, req := range s.requests {
 		for ti, tier := range req.Tiers {
-			sum, err := pl.summarizeTier(ctx, inv, nodes, statuses, tier)
+			sum, err := pl.summarizeTier(ctx, pool, nodes, statuses, tier)
 			if err != nil {
 				return nil, statusError(logger, err)
 			}
@@ -110,7 +110,7 @@ func (pl *Tiering) PostFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Po
 	return nil, fwk.NewStatus(fwk.Unschedulable, msg)
 }
 
-func (pl *Tiering) summarizeTier(ctx context.Context, inv *gpupool.Inventory, nodes []fwk.NodeInfo, statuses fwk.NodeToStatusReader, tier gpupool.Tier) (tierSummary, error) {
+func (pl *Tiering) summarizeTier(ctx context.Context, pool *gpupool.Pool, nodes []fwk.NodeInfo, statuses fwk.NodeToStatusReader, tier gpupool.Tier) (tierSummary, error) {
 	sum := tierSummary{nodes: len(nodes), reasons: map[string]int{}}
 	m, err := pl.matcherFor(tier)
 	if err != nil {
@@ -120,7 +120,7 @@ func (pl *Tiering) summarizeTier(ctx context.Context, inv *gpupool.Inventory, no
 		return sum, nil //nolint:nilerr // reported in the message
 	}
 	for _, ni := range nodes {
-		v, err := pl.judgeTier(ctx, inv, ni.Node().Name, tier, m)
+		v, err := pl.judgeTier(ctx, pool, ni.Node().Name, tier, m)
 		if err != nil {
 			return sum, err
 		}
@@ -143,54 +143,80 @@ func (pl *Tiering) summarizeTier(ctx context.Context, inv *gpupool.Inventory, no
 }
 
 // judgeTier decides whether the node has enough free, untainted devices
-// for the tier, and if not, the reason that explains most of the gap.
-func (pl *Tiering) judgeTier(ctx context.Context, inv *gpupool.Inventory, node string, tier gpupool.Tier, m *gpupool.Matcher) (tierVerdict, error) {
-	var matching, free, tainted int
-	var taintKey, taintValue, failing string
-	for _, nd := range inv.ByNode[node] {
-		f, err := m.FirstFailing(ctx, nd.ID.Driver.String(), nd.Device)
+// for the tier, and if not, the reason that explains most of the gap. A
+// device is free as the allocator sees it: a whole one unallocated, a
+// shared one (consumable memory) with room for what the tier consumes. A
+// device only a reservation's taint keeps the claim off counts as
+// reserved, whether its members use it or not; one that is also unhealthy
+// counts as tainted.
+func (pl *Tiering) judgeTier(ctx context.Context, pool *gpupool.Pool, node string, tier gpupool.Tier, m *gpupool.Matcher) (tierVerdict, error) {
+	var c deviceCounts
+	for _, d := range pool.ByNode[node] {
+		f, err := m.FirstFailing(ctx, d.ID.Driver.String(), d.Device)
 		if err != nil {
 			return tierVerdict{}, err
 		}
 		if f != "" {
-			if failing == "" {
-				failing = f
+			if c.failing == "" {
+				c.failing = f
 			}
 			continue
 		}
-		matching++
-		if t := gpupool.BlockingTaint(nd.Device, tier.Tolerations); t != nil {
-			tainted++
-			if taintKey == "" {
-				taintKey, taintValue = t.Key, t.Value
-			}
-			continue
-		}
-		if inv.Free(nd.ID) {
-			free++
-		}
+		c.add(d, tier)
 	}
+	return c.verdict(tier), nil
+}
+
+// deviceCounts are the matching devices of one node for one tier.
+type deviceCounts struct {
+	matching, free, tainted, reserved int
+	// taintKey is the first blocking taint's key, reservedBy the first
+	// reservation's taint value, failing the first selector no device passed.
+	taintKey, reservedBy, failing string
+}
+
+func (c *deviceCounts) add(d *gpupool.Device, tier gpupool.Tier) {
+	c.matching++
+	other, reservedBy := gpupool.Blocked(d.Device, tier.Tolerations)
+	switch {
+	case other == nil && reservedBy != "":
+		c.reserved++
+		if c.reservedBy == "" {
+			c.reservedBy = reservedBy
+		}
+	case !d.FreeFor(tier):
+	case other != nil:
+		c.tainted++
+		if c.taintKey == "" {
+			c.taintKey = other.Key
+		}
+	default:
+		c.free++
+	}
+}
+
+func (c *deviceCounts) verdict(tier gpupool.Tier) tierVerdict {
 	need := int(tier.Count)
 	if tier.All {
-		need = matching
+		need = c.matching
 	}
 	switch {
-	case matching == 0 && failing == "":
-		return tierVerdict{reason: reasonNoFreeDevice + " (no devices published)", metric: "no_free_device"}, nil
-	case matching == 0:
-		return tierVerdict{reason: fmt.Sprintf("%s: %s", reasonConstraint, failing), metric: "constraint"}, nil
-	case free >= need && (!tier.All || tainted == 0):
-		return tierVerdict{}, nil
-	case tainted > 0 && free+tainted >= need && taintKey == gpuv1.ReservedTaintKey:
-		return tierVerdict{reason: reservedReason(taintValue), metric: reasonReserved}, nil
-	case tainted > 0 && free+tainted >= need:
-		return tierVerdict{reason: reasonTaintedPrefix + taintKey, metric: metricReasonTainted}, nil
-	case free > 0:
+	case c.matching == 0 && c.failing == "":
+		return tierVerdict{reason: reasonNoFreeDevice + " (no devices published)", metric: "no_free_device"}
+	case c.matching == 0:
+		return tierVerdict{reason: fmt.Sprintf("%s: %s", reasonConstraint, c.failing), metric: "constraint"}
+	case c.free >= need && (!tier.All || c.tainted+c.reserved == 0):
+		return tierVerdict{}
+	case c.tainted > 0 && c.free+c.tainted >= need:
+		return tierVerdict{reason: reasonTaintedPrefix + c.taintKey, metric: metricReasonTainted}
+	case c.reserved > 0 && c.free+c.tainted+c.reserved >= need:
+		return tierVerdict{reason: reservedReason(c.reservedBy), metric: reasonReserved}
+	case c.free > 0:
 		// Some matching devices are free, not as many as the tier asks
 		// for at once: a capacity shortfall, not an empty node.
-		return tierVerdict{reason: fmt.Sprintf("%s (%d needed)", reasonTooFewFree, need), metric: "capacity"}, nil
+		return tierVerdict{reason: fmt.Sprintf("%s (%d needed)", reasonTooFewFree, need), metric: "capacity"}
 	default:
-		return tierVerdict{reason: reasonNoFreeDevice, metric: "no_free_device"}, nil
+		return tierVerdict{reason: reasonNoFreeDevice, metric: "no_free_device"}
 	}
 }
 

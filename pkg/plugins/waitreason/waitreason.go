@@ -45,6 +45,21 @@ const (
 	fairnessPlugin    = "Fairness"
 )
 
+// The Reservation plugin's refusals of a pod that reaches for a
+// reservation's GPUs it may not use (pkg/plugins/reservation), matched by
+// text for the same reason.
+var reservationRefusals = []string{"ReservationNotMember", "ReservationNotTolerated"}
+
+// reservationRefusal reports whether msg is such a refusal.
+func reservationRefusal(msg string) bool {
+	for _, r := range reservationRefusals {
+		if strings.HasPrefix(msg, r+": ") {
+			return true
+		}
+	}
+	return false
+}
+
 var (
 	_ fwk.PostFilterPlugin = &WaitReason{}
 	_ fwk.PostBindPlugin   = &WaitReason{}
@@ -155,6 +170,8 @@ func (pl *WaitReason) classify(ctx context.Context, cs fwk.CycleState, pod *v1.P
 			a.Turn = msg
 		case st.Plugin() == reservationPlugin && strings.Contains(msg, string(waits.ReservationOvercommitted)):
 			a.Reservation = strings.TrimPrefix(msg, string(waits.ReservationOvercommitted)+": ")
+		case st.Plugin() == reservationPlugin && reservationRefusal(msg):
+			a.NotMember = msg
 		case st.Plugin() == gangPlugin:
 			a.Gang = msg
 		case st.Plugin() == dynamicresources.Name:

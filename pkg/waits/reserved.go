@@ -1,0 +1,40 @@
+package waits
+
+import (
+	"fmt"
+	"strings"
+
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
+)
+
+// reservedVerdict explains a tier that GPUs held by reservations the pod
+// is not a member of would make fit (with unhealthy ones, if those are
+// needed too).
+func reservedVerdict(t TierCounts) Verdict {
+	msg := fmt.Sprintf("%s: needs %s, %d free and %d more matching but reserved by %s (%s)",
+		t.Label, gpus(t.Need), sum(t.Free), sum(t.Reserved), reservations(t), spread(t.Reserved))
+	if tainted := sum(t.Tainted); tainted > 0 {
+		msg += fmt.Sprintf(" or tainted unhealthy (%s)", spread(t.Tainted))
+	}
+	it := "it"
+	if len(t.Reservations) > 1 {
+		it = "them"
+	}
+	msg += fmt.Sprintf("; the pod is not a member of %s (only members' claims tolerate a reservation's %s taint)", it, gpuv1.ReservedTaintKey)
+	return Verdict{Reason: Reserved, Message: msg}
+}
+
+// reservations names the reservations holding a tier's reserved devices:
+// "GPUReservation team-a/serving", or with several, how many each holds:
+// "GPUReservations team-a/a (1), team-a/b (2)".
+func reservations(t TierCounts) string {
+	names := sortedKeys(t.Reservations)
+	if len(names) == 1 {
+		return "GPUReservation " + names[0]
+	}
+	parts := make([]string, 0, len(names))
+	for _, n := range names {
+		parts = append(parts, fmt.Sprintf("%s (%d)", n, t.Reservations[n]))
+	}
+	return "GPUReservations " + strings.Join(parts, ", ")
+}
