@@ -20,6 +20,9 @@ module="$(go list -m)"
 logs="$(mktemp -d)"
 trap 'rm -rf "$logs"' EXIT
 
+# inputs counts the files in a corpus folder, 0 when there is none.
+inputs() { if [[ -d "$1" ]]; then find "$1" -type f | wc -l; else echo 0; fi; }
+
 rows=()
 failed=0
 for dir in $(grep -rl --include='*_test.go' '^func Fuzz' pkg cmd hack test 2>/dev/null | xargs -n1 dirname | sort -u); do
@@ -28,11 +31,11 @@ for dir in $(grep -rl --include='*_test.go' '^func Fuzz' pkg cmd hack test 2>/de
     log="$logs/$target.log"
     echo "== $dir $target ($fuzztime)"
     start=$(date +%s)
-    crashers_before=$(ls "$dir/testdata/fuzz/$target" 2>/dev/null | wc -l)
+    crashers_before=$(inputs "$dir/testdata/fuzz/$target")
     note=""
     if ! go test "./$dir" -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" \
         -fuzzminimizetime "$minimizetime" >"$log" 2>&1; then
-      crashers_after=$(ls "$dir/testdata/fuzz/$target" 2>/dev/null | wc -l)
+      crashers_after=$(inputs "$dir/testdata/fuzz/$target")
       # Go 1.26's fuzz coordinator can report its own -fuzztime deadline as a
       # failure when a worker is mid-call as time runs out (go.dev/issue/75804,
       # fixed in Go 1.27): no input is written and nothing failed. Tell it
@@ -50,7 +53,9 @@ for dir in $(grep -rl --include='*_test.go' '^func Fuzz' pkg cmd hack test 2>/de
     took=$(( $(date +%s) - start ))
     # The last progress line: "fuzz: elapsed: 30s, execs: 12345 (411/sec), new interesting: 3 (total: 12)"
     last=$(grep 'fuzz: elapsed:' "$log" | tail -1 || true)
-    execs=$(sed -n 's/.*execs: \([0-9]*\) (\([0-9]*\)\/sec).*/\1 (\2\/s)/p' <<<"$last")
+    # The rate on that line covers only its last 3 s; give the run's own.
+    execs=$(sed -n 's/.*elapsed: \([0-9]*\)s, execs: \([0-9]*\) .*/\2 \1/p' <<<"$last" \
+      | awk '{ if ($2 > 0) printf "%d (%d/s)", $1, $1 / $2; else printf "%d", $1 }')
     interesting=$(sed -n 's/.*new interesting: \([0-9]*\) (total: \([0-9]*\)).*/\1 (corpus \2)/p' <<<"$last")
     kept=0
     src="$cache/$module/$dir/$target"
