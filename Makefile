@@ -49,6 +49,12 @@ test: build $(TOOLS)/gotestsum ## Unit and integration tests.
 	ROTA_BIN_DIR=$(CURDIR)/bin gotestsum --format pkgname-and-test-fails -- \
 		-p $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) ./...
 
+# The packages that need no control plane, under the race detector. The
+# integration packages are not in it yet (docs/reliability.md, "Race detector").
+.PHONY: test-race
+test-race: ## Unit tests under the race detector (.ci/run runs it).
+	$(GO) test -race -p $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -v /test/integration)
+
 .PHONY: test-unit
 test-unit: ## Tests that need no control plane.
 	$(GO) test $$($(GO) list ./... | grep -v /test/integration)
