@@ -20,8 +20,10 @@ func reservedVerdict(t TierCounts) Verdict {
 	if len(t.Reservations) > 1 {
 		it = "them"
 	}
-	msg += fmt.Sprintf("; the pod is not a member of %s (only members' claims tolerate a reservation's %s taint)", it, gpuv1.ReservedTaintKey)
-	return Verdict{Reason: Reserved, Message: msg}
+	note := fmt.Sprintf("the pod is not a member of %s (only members' claims tolerate a reservation's %s taint)", it, gpuv1.ReservedTaintKey)
+	msg += "; " + note
+	held := fmt.Sprintf("%d %s held by %s (%s); %s", sum(t.Reserved), t.name(), reservations(t), spread(t.Reserved), note)
+	return Verdict{Reason: Reserved, Message: msg, Detail: Detail{Notes: []string{held}}}
 }
 
 // reservations names the reservations holding a tier's reserved devices:
