@@ -234,6 +234,9 @@ func classifyPool(a Attempt) Verdict {
 	if worstState != stateFits {
 		v.Detail.Headline = headline(worstTiers)
 	}
+	if v.Unresolvable {
+		v.Detail.Headline = ConstraintConflict + ": " + v.Detail.Headline
+	}
 	return v
 }
 
@@ -275,6 +278,10 @@ func poolVerdict(a Attempt, t TierCounts, s tierState) Verdict {
 	}
 	return nodeVerdict(a, fmt.Sprintf("%s: %d free (%s)", t.Label, free, spread(t.Free)))
 }
+
+// ConstraintConflict starts the message of a wait no placement can end
+// while pods that must keep running stay where they are.
+const ConstraintConflict = "constraint conflict, no placement exists"
 
 // RefusedByReservation starts the message of a pod the Reservation plugin
 // refused for reaching for a reservation's GPUs it may not use: no device
@@ -318,14 +325,17 @@ func withPreemption(v Verdict, t TierCounts) Verdict {
 		v.Unresolvable = true
 		pinned := fmt.Sprintf("pods that must keep running (PodDisruptionBudget) hold %d of the matching GPUs (%s), so the largest block any node could offer is %d on %s",
 			sum(t.Pinned), spread(t.Pinned), pBlock, orNone(pNode))
-		v.Message = fmt.Sprintf("constraint conflict, no placement exists: %s; %s", v.Message, pinned)
-		v.Detail.Notes = append(v.Detail.Notes, "constraint conflict, no placement exists: "+pinned)
+		v.Message = fmt.Sprintf("%s: %s; %s", ConstraintConflict, v.Message, pinned)
+		v.Detail.Notes = append(v.Detail.Notes, pinned)
 		return v
 	}
 	var note string
-	if rNode, rBlock := largest(reachable); rBlock < t.Need {
-		note = fmt.Sprintf("preemption would not help: evicting every lower-priority pod leaves at most %d free on one node (%s)", rBlock, orNone(rNode))
-	} else {
+	switch rNode, rBlock := largest(reachable); {
+	case rBlock == 0:
+		note = "preemption would not help: no lower-priority pod holds a matching GPU"
+	case rBlock < t.Need:
+		note = fmt.Sprintf("preemption would not help: evicting every lower-priority pod leaves at most %d free on one node (%s)", rBlock, rNode)
+	default:
 		note = fmt.Sprintf("evicting lower-priority pods could free %d on %s, but Rota evicts only where a priority policy allows", rBlock, rNode)
 	}
 	v.Message += "; " + note

@@ -10,6 +10,16 @@ import (
 	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
 )
 
+// ConditionMessage is the rota.dev/Waiting condition's message for v: the
+// short form with the numbers (the headline); the long form is in the
+// scheduler's PodScheduled message and `kubectl rota why`.
+func ConditionMessage(v Verdict) string {
+	if v.Detail.Headline != "" {
+		return v.Detail.Headline
+	}
+	return v.Message
+}
+
 // Detail is the structured form of a wait, written as JSON in the pod's
 // rota.dev/wait-detail annotation so that `kubectl rota why` prints the
 // numbers without parsing the condition's prose. Its fields are stable.
@@ -101,7 +111,9 @@ func (s TierStat) Line() string {
 }
 
 // headline says in one line why no tier of a request fits, e.g. "no tier
-// has 4 free GPUs on one node — H100 0/8 free, A100 0/8 free".
+// has 4 free GPUs on one node — H100 0/8 free, A100 0/8 free". A tier's
+// part adds what keeps free GPUs from it: spread over nodes, reserved,
+// tainted, failing a constraint.
 func headline(tiers []TierCounts) string {
 	parts := make([]string, 0, len(tiers))
 	sameNeed := true
@@ -109,15 +121,7 @@ func headline(tiers []TierCounts) string {
 		sameNeed = sameNeed && t.Need == tiers[0].Need
 	}
 	for _, t := range tiers {
-		s := t.Stat()
-		p := fmt.Sprintf("%s %d/%d free", s.Name, s.Free, s.Matching)
-		if n := unmet(s); n > 0 {
-			p += fmt.Sprintf(" (%d fail a constraint)", n)
-		}
-		if !sameNeed {
-			p += fmt.Sprintf(" (needs %d)", s.Need)
-		}
-		parts = append(parts, p)
+		parts = append(parts, tierPart(t, !sameNeed))
 	}
 	list := strings.Join(parts, ", ")
 	switch {
@@ -128,6 +132,33 @@ func headline(tiers []TierCounts) string {
 	default:
 		return "no tier fits on one node — " + list
 	}
+}
+
+// tierPart renders one tier in a headline: "H200 1/4 free (at most 1 per
+// node, 1 reserved by GPUReservation team-a/serving)".
+func tierPart(t TierCounts, withNeed bool) string {
+	s := t.Stat()
+	var extra []string
+	if withNeed {
+		extra = append(extra, fmt.Sprintf("needs %d", s.Need))
+	}
+	if s.Free >= s.Need && s.LargestFree < s.Need {
+		extra = append(extra, fmt.Sprintf("at most %d per node", s.LargestFree))
+	}
+	if s.Reserved > 0 {
+		extra = append(extra, fmt.Sprintf("%d reserved by %s", s.Reserved, reservations(t)))
+	}
+	if s.Tainted > 0 {
+		extra = append(extra, fmt.Sprintf("%d tainted unhealthy", s.Tainted))
+	}
+	if n := unmet(s); n > 0 {
+		extra = append(extra, fmt.Sprintf("%d fail a constraint", n))
+	}
+	p := fmt.Sprintf("%s %d/%d free", s.Name, s.Free, s.Matching)
+	if len(extra) > 0 {
+		p += " (" + strings.Join(extra, ", ") + ")"
+	}
+	return p
 }
 
 func freeGPUs(n int) string {

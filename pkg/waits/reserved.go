@@ -22,7 +22,8 @@ func reservedVerdict(t TierCounts) Verdict {
 	}
 	note := fmt.Sprintf("the pod is not a member of %s (only members' claims tolerate a reservation's %s taint)", it, gpuv1.ReservedTaintKey)
 	msg += "; " + note
-	held := fmt.Sprintf("%d %s held by %s (%s); %s", sum(t.Reserved), t.name(), reservations(t), spread(t.Reserved), note)
+	held := fmt.Sprintf("the pod is not a member of %s (only members' claims tolerate a reservation's %s taint); reserved per node: %s",
+		reservations(t), gpuv1.ReservedTaintKey, spread(t.Reserved))
 	return Verdict{Reason: Reserved, Message: msg, Detail: Detail{Notes: []string{held}}}
 }
 

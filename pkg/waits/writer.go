@@ -59,7 +59,9 @@ func NewWriter(client kubernetes.Interface, recorder events.EventRecorder, clk c
 }
 
 // Wait records that pod waits for verdict's reason. The Event is emitted
-// now when the reason is new for the pod; the condition is written later.
+// now when the reason is new for the pod; the condition (its message the
+// short form, ConditionMessage) and the wait-detail annotation are written
+// later.
 func (w *Writer) Wait(pod *v1.Pod, v Verdict) {
 	key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
 	w.mu.Lock()
@@ -75,18 +77,14 @@ func (w *Writer) Wait(pod *v1.Pod, v Verdict) {
 	if err != nil {
 		detail = ""
 	}
-	next := condition{waiting: true, reason: string(v.Reason), message: v.Message, since: prev.since, detail: detail}
+	next := condition{waiting: true, reason: string(v.Reason), message: ConditionMessage(v), since: prev.since, detail: detail}
 	if !prev.waiting || prev.reason != next.reason {
 		next.since = w.clock.Now()
 	}
 	w.want[key] = next
 	w.mu.Unlock()
 	if prev.reason != next.reason || !prev.waiting {
-		note := v.Detail.Headline
-		if note == "" {
-			note = v.Message
-		}
-		w.recorder.Eventf(pod, nil, v1.EventTypeWarning, string(v.Reason), "Waiting", "%s", note)
+		w.recorder.Eventf(pod, nil, v1.EventTypeWarning, string(v.Reason), "Waiting", "%s", next.message)
 	}
 	if prev != next {
 		w.queue.Add(key)

@@ -16,8 +16,8 @@ import (
 )
 
 // TestWriterEventsAndDetail: the writer emits a wait event with the
-// one-line headline only when the reason changes, keeps the condition and
-// the wait-detail annotation current, and removes the annotation once the
+// one-line headline only when the reason changes, keeps the condition
+// (short message: the headline) and the wait-detail annotation current, and removes the annotation once the
 // pod is placed.
 func TestWriterEventsAndDetail(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
@@ -40,7 +40,7 @@ func TestWriterEventsAndDetail(t *testing.T) {
 
 	want := []string{
 		"Warning InsufficientCapacity needs 4 GPUs on one node — H100 0/8 free",
-		"Warning TopologyFragmentation needs 2 GPUs on one node — H100 2/4 free",
+		"Warning TopologyFragmentation needs 2 GPUs on one node — H100 2/4 free (at most 1 per node)",
 	}
 	for _, e := range want {
 		select {
@@ -76,7 +76,8 @@ func TestWriterEventsAndDetail(t *testing.T) {
 	poll("fragmentation written", func(p *v1.Pod) bool {
 		d, ok := CurrentDetail(p)
 		c := Current(p)
-		return ok && c != nil && c.Reason == string(TopologyFragmentation) && d.Headline == frag.Detail.Headline && len(d.Tiers) == 1
+		return ok && c != nil && c.Reason == string(TopologyFragmentation) && d.Headline == frag.Detail.Headline && len(d.Tiers) == 1 &&
+			c.Message == "needs 2 GPUs on one node — H100 2/4 free (at most 1 per node)"
 	})
 	w.Placed(current(), "n1")
 	poll("detail removed once placed", func(p *v1.Pod) bool {

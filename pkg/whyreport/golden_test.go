@@ -33,12 +33,13 @@ type tier struct {
 	reserved   map[string]int
 	other      int
 	unmet      map[string]int
+	pinned     map[string]int
 }
 
 func (t tier) counts() waits.TierCounts {
 	tc := waits.TierCounts{Label: "tier " + t.rank + " " + strings.ToLower(t.name), Tier: t.rank, Name: t.name, Need: t.need,
 		Matching: t.matching, Free: orEmpty(t.free), Tainted: orEmpty(t.tainted), Reserved: orEmpty(t.reserved),
-		Reservations: map[string]int{}, Preemptible: map[string]int{}, Pinned: map[string]int{}, OtherModel: t.other, Unmet: t.unmet}
+		Reservations: map[string]int{}, Preemptible: map[string]int{}, Pinned: orEmpty(t.pinned), OtherModel: t.other, Unmet: t.unmet}
 	if t.rank == "" {
 		tc.Label = "request gpu"
 	}
@@ -67,7 +68,7 @@ func waitingPod(t *testing.T, a waits.Attempt) *v1.Pod {
 	return &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: "train-5", Annotations: map[string]string{gpuv1.WaitDetailAnnotation: detail}},
 		Status: v1.PodStatus{Conditions: []v1.PodCondition{
-			{Type: gpuv1.WaitingCondition, Status: v1.ConditionTrue, Reason: string(v.Reason), Message: v.Message, LastTransitionTime: metav1.NewTime(t0)},
+			{Type: gpuv1.WaitingCondition, Status: v1.ConditionTrue, Reason: string(v.Reason), Message: waits.ConditionMessage(v), LastTransitionTime: metav1.NewTime(t0)},
 			{Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: "Unschedulable", Message: "0/2 nodes are available: 2 cannot allocate all claims. " + string(v.Reason) + ": " + v.Message},
 		}},
 	}
@@ -93,6 +94,8 @@ func goldenCases(t *testing.T) map[string]*v1.Pod {
 	h100 := tier{rank: "1/2", name: "H100", need: 4, matching: map[string]int{"dgx-h100-0": 8}, other: 8}
 	a100 := tier{rank: "2/2", name: "A100", need: 4, matching: map[string]int{"dgx-a100-0": 8}, other: 8}
 	spread := tier{name: "H100", need: 2, matching: map[string]int{"n1": 2, "n2": 2}, free: map[string]int{"n1": 1, "n2": 1}}
+	conflict := spread
+	conflict.pinned = map[string]int{"n1": 1, "n2": 1}
 	req := func(ts ...tier) waits.Attempt {
 		var tcs []waits.TierCounts
 		for _, t := range ts {
@@ -111,6 +114,7 @@ func goldenCases(t *testing.T) map[string]*v1.Pod {
 		"fallback-both-tiers-full":  waitingPod(t, req(h100, a100)),
 		"fallback-unmet-constraint": waitingPod(t, req(h100, oldDriver)),
 		"fragmentation":             waitingPod(t, req(spread)),
+		"fragmentation-conflict":    waitingPod(t, req(conflict)),
 		"fragmentation-same-model":  waitingPod(t, sameModel),
 		"reservation-reserved":      waitingPod(t, req(reserved)),
 		"reservation-not-member": waitingPod(t, withAdmission(req(reserved), func(a *waits.Attempt) {

@@ -42,7 +42,7 @@ func WriteText(w io.Writer, r Report, o TextOptions) error {
 	if len(r.Tiers) > 0 {
 		p.line("Tiers:")
 		for _, t := range r.Tiers {
-			p.wrapped("  ", t.Line())
+			p.hanging("  ", "      ", t.Line())
 		}
 		for _, n := range r.Notes {
 			p.wrapped("Note: ", n)
@@ -152,15 +152,21 @@ func (p *printer) styled(label, text, style string) {
 // wrapped prints text after label, wrapped at the width and indented
 // under the label.
 func (p *printer) wrapped(label, text string) {
-	p.mark(text)
-	indent := strings.Repeat(" ", len([]rune(label)))
-	prefix := label
-	for _, line := range wrap(text, p.width-len([]rune(label))) {
-		p.line(prefix + line)
-		prefix = indent
-	}
+	p.hanging(label, strings.Repeat(" ", len([]rune(label))), text)
 	if strings.TrimSpace(text) == "" {
 		p.line(label)
+	}
+}
+
+// hanging prints text after label, wrapped at the width, its later lines
+// after indent.
+func (p *printer) hanging(label, indent, text string) {
+	p.mark(text)
+	width := p.width - max(len([]rune(label)), len([]rune(indent)))
+	prefix := label
+	for _, line := range wrap(text, width) {
+		p.line(prefix + line)
+		prefix = indent
 	}
 }
 
