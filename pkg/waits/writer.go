@@ -73,9 +73,13 @@ func (w *Writer) Wait(pod *v1.Pod, v Verdict) {
 			w.written[key] = prev
 		}
 	}
-	detail, err := EncodeDetail(v.Detail)
-	if err != nil {
-		detail = ""
+	// A verdict without detail (the Gang plugin's own) leaves the
+	// annotation as it is; why shows it only while it matches the condition.
+	detail := prev.detail
+	if v.Detail.Headline != "" {
+		if enc, err := EncodeDetail(v.Detail); err == nil {
+			detail = enc
+		}
 	}
 	next := condition{waiting: true, reason: string(v.Reason), message: ConditionMessage(v), since: prev.since, detail: detail}
 	if !prev.waiting || prev.reason != next.reason {

@@ -98,9 +98,9 @@ func Explain(pod *v1.Pod, evs []v1.Event) Report {
 	return r
 }
 
-// verdict is the first line: for a waiting pod the headline the scheduler
-// wrote with its numbers (with the tiers and notes behind it), else the
-// condition's message; for a placed pod where it went and on which tier.
+// verdict is the first line: for a waiting pod the condition's short
+// message (with the tiers and notes of the scheduler's wait detail behind
+// it); for a placed pod where it went and on which tier.
 func verdict(pod *v1.Pod, r *Report) string {
 	if !r.Waiting {
 		v := "P" + strings.TrimPrefix(r.Message, "p")
@@ -109,9 +109,11 @@ func verdict(pod *v1.Pod, r *Report) string {
 		}
 		return v
 	}
-	if d, ok := waits.CurrentDetail(pod); ok && d.Headline != "" {
+	// The detail belongs to the condition only while its headline is the
+	// condition's message (another writer, such as the Gang plugin's, may
+	// have changed the condition since).
+	if d, ok := waits.CurrentDetail(pod); ok && d.Headline != "" && d.Headline == r.Message {
 		r.Tiers, r.Notes = d.Tiers, d.Notes
-		return "Waiting: " + d.Headline
 	}
 	return "Waiting: " + r.Message
 }

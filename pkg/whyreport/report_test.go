@@ -9,6 +9,8 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
 )
 
 func TestExplain(t *testing.T) {
@@ -38,6 +40,11 @@ func TestExplain(t *testing.T) {
 					{Time: t0.Add(2 * time.Second), Type: "Warning", Reason: "TopologyFragmentation", Message: "second"},
 					{Time: t0.Add(time.Second), Type: "Warning", Reason: "FailedScheduling", Message: "first"},
 				}},
+		},
+		"a wait detail that no longer matches the condition is left out": {
+			pod: pod("", map[string]string{gpuv1.WaitDetailAnnotation: `{"headline":"older","tiers":[{"name":"H100","need":2}]}`}, waiting),
+			want: Report{Pod: "team-b/b-0", Verdict: "Waiting: request gpu: needs 2 GPUs on one node", Waiting: true, Reason: "TopologyFragmentation",
+				Message: "request gpu: needs 2 GPUs on one node", Since: t0},
 		},
 		"never attempted": {
 			pod:  pod("", nil),
