@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/dynamic"
@@ -29,6 +30,8 @@ type options struct {
 	streams genericiooptions.IOStreams
 	output  string
 	width   int
+	// colorMode is auto (colour only on a terminal), always or never.
+	colorMode string
 }
 
 func newRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
@@ -40,7 +43,8 @@ func newRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		SilenceErrors: true,
 	}
 	o.config.AddFlags(cmd.PersistentFlags())
-	cmd.PersistentFlags().StringVarP(&o.output, "output", "o", "", "output format: empty for text, or json")
+	cmd.PersistentFlags().StringVarP(&o.output, "output", "o", "", "output format: empty for text, json or yaml")
+	cmd.PersistentFlags().StringVar(&o.colorMode, "color", "auto", "colour text output: auto (only on a terminal), always or never")
 	cmd.PersistentFlags().IntVar(&o.width, "width", 100, "wrap text output at this many columns")
 	cmd.AddCommand(newWhyCommand(o), newPoolCommand(o))
 	return cmd
@@ -67,11 +71,30 @@ func (o *options) clients() (kubernetes.Interface, dynamic.Interface, string, er
 }
 
 func (o *options) validate() error {
-	if o.output != "" && o.output != "json" {
-		return fmt.Errorf("--output %q is not supported: use json or leave it empty", o.output)
+	if o.output != "" && o.output != "json" && o.output != "yaml" {
+		return fmt.Errorf("--output %q is not supported: use json, yaml or leave it empty", o.output)
+	}
+	if o.colorMode != "auto" && o.colorMode != "always" && o.colorMode != "never" {
+		return fmt.Errorf("--color %q is not supported: use auto, always or never", o.colorMode)
 	}
 	if o.width < 40 {
 		return fmt.Errorf("--width %d is too narrow: at least 40", o.width)
 	}
 	return nil
+}
+
+// color reports whether text output is coloured: with --color=auto only
+// when it goes to a terminal and NO_COLOR is not set.
+func (o *options) color() bool {
+	switch o.colorMode {
+	case "always":
+		return true
+	case "never":
+		return false
+	}
+	if _, ok := os.LookupEnv("NO_COLOR"); ok {
+		return false
+	}
+	f, ok := o.streams.Out.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }

@@ -25,8 +25,11 @@ func newPoolCommand(o *options) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if o.output == "json" {
+			switch o.output {
+			case "json":
 				return writeJSON(o.streams.Out, rows)
+			case "yaml":
+				return writeYAML(o.streams.Out, rows)
 			}
 			return poolreport.WriteTable(o.streams.Out, rows)
 		},

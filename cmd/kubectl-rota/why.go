@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/rota-dev/rota/pkg/whyreport"
 )
@@ -14,7 +15,7 @@ import (
 func newWhyCommand(o *options) *cobra.Command {
 	return &cobra.Command{
 		Use:   "why POD",
-		Short: "Why the pod waits (or where it went): reason, tier analysis, last decisions",
+		Short: "Why the pod waits (or where it went): the verdict, each tier's numbers, last decisions",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.validate(); err != nil {
@@ -34,10 +35,13 @@ func newWhyCommand(o *options) *cobra.Command {
 				return err
 			}
 			r := whyreport.Explain(pod, evs)
-			if o.output == "json" {
+			switch o.output {
+			case "json":
 				return writeJSON(o.streams.Out, r)
+			case "yaml":
+				return writeYAML(o.streams.Out, r)
 			}
-			return whyreport.WriteText(o.streams.Out, r, o.width)
+			return whyreport.WriteText(o.streams.Out, r, whyreport.TextOptions{Width: o.width, Color: o.color()})
 		},
 	}
 }
@@ -47,6 +51,17 @@ func writeJSON(w io.Writer, v any) error {
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(v); err != nil {
 		return fmt.Errorf("write json: %w", err)
+	}
+	return nil
+}
+
+func writeYAML(w io.Writer, v any) error {
+	b, err := yaml.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("write yaml: %w", err)
+	}
+	if _, err := w.Write(b); err != nil {
+		return fmt.Errorf("write yaml: %w", err)
 	}
 	return nil
 }

@@ -53,6 +53,10 @@ func (m *Matcher) Matches(ctx context.Context, d *Device) bool {
 	return err == nil && failing == ""
 }
 
+// ClassSelectorPrefix starts what FirstFailing returns for a device its
+// class's selectors reject.
+const ClassSelectorPrefix = "device class selector "
+
 // FirstFailing returns "" when the device matches, else the expression
 // (or class selector) that rejects it. Only a selector that does not
 // compile is an error; one that cannot be evaluated on a device (say, a
@@ -60,7 +64,7 @@ func (m *Matcher) Matches(ctx context.Context, d *Device) bool {
 func (m *Matcher) FirstFailing(ctx context.Context, driver string, d *resourceapi.Device) (string, error) {
 	for _, expr := range m.classExprs {
 		if ok, err := m.eval(ctx, expr, driver, d); err != nil || !ok {
-			return "device class selector " + expr, err
+			return ClassSelectorPrefix + expr, err
 		}
 	}
 	for _, expr := range m.exprs {

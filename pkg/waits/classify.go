@@ -10,6 +10,15 @@ import (
 type TierCounts struct {
 	// Label names the tier in messages: "tier 1/2 h100" or "request gpu".
 	Label string
+	// Request is the request's name when the pod has several, Tier the
+	// tier's rank "1/2" (empty for a request without alternatives), Name
+	// the model of its matching GPUs, else the (sub)request's name.
+	Request, Tier, Name string
+	// OtherModel counts the pool's GPUs of another model than the tier's.
+	OtherModel int
+	// Unmet counts, per selector, GPUs of the tier's model the selector
+	// rejects (driver version, memory, ...).
+	Unmet map[string]int
 	// Need is how many devices the tier needs on one node.
 	Need int
 	// Matching counts every device the tier's selectors accept, per node.
@@ -72,6 +81,8 @@ type Verdict struct {
 	// must keep running (PodDisruptionBudget) stay where they are: a
 	// constraint conflict, not a wait for capacity.
 	Unresolvable bool
+	// Detail is the structured form `kubectl rota why` prints.
+	Detail Detail
 }
 
 type tierState int
@@ -173,17 +184,39 @@ func gpus(n int) string {
 func Classify(a Attempt) Verdict {
 	switch {
 	case a.Quota != "":
-		return Verdict{Reason: QuotaExceeded, Message: a.Quota}
+		return admission(QuotaExceeded, a.Quota)
 	case a.Reservation != "":
-		return Verdict{Reason: ReservationOvercommitted, Message: a.Reservation}
+		return admission(ReservationOvercommitted, a.Reservation)
 	case a.NotMember != "":
-		return Verdict{Reason: Reserved, Message: RefusedByReservation + ": " + a.NotMember}
+		return admission(Reserved, RefusedByReservation+": "+a.NotMember)
 	case a.Gang != "":
-		return Verdict{Reason: GangIncomplete, Message: a.Gang}
+		return admission(GangIncomplete, a.Gang)
 	case a.Turn != "":
-		return Verdict{Reason: NotAttempted, Message: a.Turn}
+		return admission(NotAttempted, a.Turn)
 	}
+	v := classifyPool(a)
+	for _, tiers := range a.Requests {
+		for _, t := range tiers {
+			st := t.Stat()
+			if len(a.Requests) == 1 {
+				st.Request = ""
+			}
+			v.Detail.Tiers = append(v.Detail.Tiers, st)
+		}
+	}
+	return v
+}
+
+// admission is the verdict of an admission answer: its message says it all.
+func admission(r Reason, msg string) Verdict {
+	return Verdict{Reason: r, Message: msg, Detail: Detail{Headline: msg}}
+}
+
+// classifyPool classifies a wait for devices: the request furthest from
+// fitting decides.
+func classifyPool(a Attempt) Verdict {
 	var worst TierCounts
+	var worstTiers []TierCounts
 	worstState := tierState(-1)
 	for _, tiers := range a.Requests {
 		if len(tiers) == 0 {
@@ -191,15 +224,27 @@ func Classify(a Attempt) Verdict {
 		}
 		t, s := best(tiers)
 		if s > worstState {
-			worst, worstState = t, s
+			worst, worstState, worstTiers = t, s, tiers
 		}
 	}
 	if worstState < 0 {
 		return nodeVerdict(a, "the pod asks for no devices")
 	}
-	t := worst
+	v := poolVerdict(a, worst, worstState)
+	if worstState != stateFits {
+		v.Detail.Headline = headline(worstTiers)
+	}
+	if v.Unresolvable {
+		v.Detail.Headline = ConstraintConflict + ": " + v.Detail.Headline
+	}
+	return v
+}
+
+// poolVerdict explains tier t, the best tier of the request furthest from
+// fitting, in state s.
+func poolVerdict(a Attempt, t TierCounts, s tierState) Verdict {
 	free := sum(t.Free)
-	switch worstState {
+	switch s {
 	case stateInsufficient:
 		msg := fmt.Sprintf("%s: needs %s, %d free in the pool (%s) of %d matching", t.Label, gpus(t.Need), free, spread(t.Free), sum(t.Matching))
 		if tainted := sum(t.Tainted); tainted > 0 {
@@ -211,7 +256,8 @@ func Classify(a Attempt) Verdict {
 		return withPreemption(Verdict{Reason: InsufficientCapacity, Message: msg}, t)
 	case stateUnhealthy:
 		return Verdict{Reason: Unhealthy, Message: fmt.Sprintf("%s: needs %s, %d free and %d more matching but tainted unhealthy (%s)",
-			t.Label, gpus(t.Need), free, sum(t.Tainted), spread(t.Tainted))}
+			t.Label, gpus(t.Need), free, sum(t.Tainted), spread(t.Tainted)),
+			Detail: Detail{Notes: []string{fmt.Sprintf("%d %s tainted unhealthy (%s): the pod waits for them to heal", sum(t.Tainted), t.name(), spread(t.Tainted))}}}
 	case stateReserved:
 		return reservedVerdict(t)
 	case stateFragmented:
@@ -224,11 +270,18 @@ func Classify(a Attempt) Verdict {
 	if len(a.DeviceConstraintNodes) > 0 {
 		nodes := append([]string(nil), a.DeviceConstraintNodes...)
 		sort.Strings(nodes)
-		return Verdict{Reason: TopologyFragmentation, Message: fmt.Sprintf("%s: %d free (%s) but the claim's constraints cannot be met together on %s",
-			t.Label, free, spread(t.Free), strings.Join(nodes, ", "))}
+		msg := fmt.Sprintf("%s: %d free (%s) but the claim's constraints cannot be met together on %s",
+			t.Label, free, spread(t.Free), strings.Join(nodes, ", "))
+		return Verdict{Reason: TopologyFragmentation, Message: msg, Detail: Detail{Headline: fmt.Sprintf(
+			"unmet constraint: %s has %d free on %s, but the claim's constraints (such as same model) cannot be met together there",
+			t.name(), free, strings.Join(nodes, ", "))}}
 	}
 	return nodeVerdict(a, fmt.Sprintf("%s: %d free (%s)", t.Label, free, spread(t.Free)))
 }
+
+// ConstraintConflict starts the message of a wait no placement can end
+// while pods that must keep running stay where they are.
+const ConstraintConflict = "constraint conflict, no placement exists"
 
 // RefusedByReservation starts the message of a pod the Reservation plugin
 // refused for reaching for a reservation's GPUs it may not use: no device
@@ -243,7 +296,8 @@ const NodesRejected = "those nodes are rejected"
 // that hold them were rejected for other reasons (CPU, affinity, ...).
 func nodeVerdict(a Attempt, devices string) Verdict {
 	if len(a.Rejections) == 0 {
-		return Verdict{Reason: InsufficientCapacity, Message: devices + "; the devices were taken or changed during the attempt"}
+		msg := devices + "; the devices were taken or changed during the attempt"
+		return Verdict{Reason: InsufficientCapacity, Message: msg, Detail: Detail{Headline: msg}}
 	}
 	nodes := make([]string, 0, len(a.Rejections))
 	for n := range a.Rejections {
@@ -254,7 +308,8 @@ func nodeVerdict(a Attempt, devices string) Verdict {
 	for _, n := range nodes {
 		parts = append(parts, n+": "+a.Rejections[n])
 	}
-	return Verdict{Reason: InsufficientCapacity, Message: devices + " but " + NodesRejected + " (" + strings.Join(parts, "; ") + ")"}
+	msg := devices + " but " + NodesRejected + " (" + strings.Join(parts, "; ") + ")"
+	return Verdict{Reason: InsufficientCapacity, Message: msg, Detail: Detail{Headline: msg}}
 }
 
 // withPreemption adds what evicting work could and could not achieve.
@@ -268,15 +323,23 @@ func withPreemption(v Verdict, t TierCounts) Verdict {
 	}
 	if pNode, pBlock := largest(possible); pBlock < t.Need && sum(t.Pinned) > 0 {
 		v.Unresolvable = true
-		v.Message = fmt.Sprintf("constraint conflict, no placement exists: %s; pods that must keep running (PodDisruptionBudget) hold %d of the matching GPUs (%s), so the largest block any node could offer is %d on %s",
-			v.Message, sum(t.Pinned), spread(t.Pinned), pBlock, orNone(pNode))
+		pinned := fmt.Sprintf("pods that must keep running (PodDisruptionBudget) hold %d of the matching GPUs (%s), so the largest block any node could offer is %d on %s",
+			sum(t.Pinned), spread(t.Pinned), pBlock, orNone(pNode))
+		v.Message = fmt.Sprintf("%s: %s; %s", ConstraintConflict, v.Message, pinned)
+		v.Detail.Notes = append(v.Detail.Notes, pinned)
 		return v
 	}
-	if rNode, rBlock := largest(reachable); rBlock < t.Need {
-		v.Message += fmt.Sprintf("; preemption would not help: evicting every lower-priority pod leaves at most %d free on one node (%s)", rBlock, orNone(rNode))
-	} else {
-		v.Message += fmt.Sprintf("; evicting lower-priority pods could free %d on %s, but Rota evicts only where a priority policy allows", rBlock, rNode)
+	var note string
+	switch rNode, rBlock := largest(reachable); {
+	case rBlock == 0:
+		note = "preemption would not help: no lower-priority pod holds a matching GPU"
+	case rBlock < t.Need:
+		note = fmt.Sprintf("preemption would not help: evicting every lower-priority pod leaves at most %d free on one node (%s)", rBlock, rNode)
+	default:
+		note = fmt.Sprintf("evicting lower-priority pods could free %d on %s, but Rota evicts only where a priority policy allows", rBlock, rNode)
 	}
+	v.Message += "; " + note
+	v.Detail.Notes = append(v.Detail.Notes, note)
 	return v
 }
 

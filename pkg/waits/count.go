@@ -3,6 +3,8 @@ package waits
 import (
 	"context"
 	"fmt"
+	"regexp"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/types"
 
@@ -33,7 +35,7 @@ func TierLabel(r gpupool.Request, i int) string {
 func CountTier(ctx context.Context, pool *gpupool.Pool, m *gpupool.Matcher, r gpupool.Request, i int, priority int32, holders Holders) TierCounts {
 	t := r.Tiers[i]
 	tc := TierCounts{
-		Label: TierLabel(r, i), Need: int(t.Count),
+		Label: TierLabel(r, i), Need: int(t.Count), Request: r.Name, Name: t.Name,
 		Matching: map[string]int{}, Free: map[string]int{}, Tainted: map[string]int{},
 		Reserved: map[string]int{}, Reservations: map[string]int{},
 		Preemptible: map[string]int{}, Pinned: map[string]int{},
@@ -41,11 +43,24 @@ func CountTier(ctx context.Context, pool *gpupool.Pool, m *gpupool.Matcher, r gp
 	if t.All {
 		tc.Need = 1
 	}
+	if r.Tiered {
+		tc.Tier = fmt.Sprintf("%d/%d", i+1, len(r.Tiers))
+	}
+	var rejected []rejectedDevice
+	models := map[string]bool{}
 	for _, node := range pool.Nodes {
 		for _, d := range pool.ByNode[node] {
-			if !m.Matches(ctx, d) {
+			model := gpupool.StringAttribute(d.Device, d.ID.Driver.String(), gpuv1.AttributeModel)
+			if failing, err := m.FirstFailing(ctx, d.ID.Driver.String(), d.Device); err != nil || failing != "" {
+				if err == nil && !strings.HasPrefix(failing, gpupool.ClassSelectorPrefix) {
+					rejected = append(rejected, rejectedDevice{model: model, selector: failing})
+				}
 				continue
 			}
+			if model != "" && len(models) == 0 {
+				tc.Name = model
+			}
+			models[model] = true
 			tc.Matching[node]++
 			// A GPU that only a reservation the claim does not tolerate
 			// keeps it off counts as reserved, whether its members use it
@@ -65,7 +80,35 @@ func CountTier(ctx context.Context, pool *gpupool.Pool, m *gpupool.Matcher, r gp
 			}
 		}
 	}
+	tc.countRejected(rejected, models)
 	return tc
+}
+
+// rejectedDevice is a device of the pool that a tier's selector rejects.
+type rejectedDevice struct{ model, selector string }
+
+// modelSelector matches a CEL selector that tests the model attribute.
+var modelSelector = regexp.MustCompile(`\.` + string(gpuv1.AttributeModel) + `\b|\["` + string(gpuv1.AttributeModel) + `"\]`)
+
+// countRejected sorts the devices a tier's selectors reject: a GPU of
+// another model than the tier's matching ones (rejected by a selector on
+// the model) is "other model", one of the same model rejected by another
+// selector (driver version, memory, ...) an unmet constraint.
+func (tc *TierCounts) countRejected(rejected []rejectedDevice, models map[string]bool) {
+	for _, d := range rejected {
+		if !models[d.model] && modelSelector.MatchString(d.selector) {
+			tc.OtherModel++
+			continue
+		}
+		if tc.Unmet == nil {
+			tc.Unmet = map[string]int{}
+		}
+		tc.Unmet[d.selector]++
+		if len(models) == 0 && d.model != "" {
+			// No GPU matches: name the tier after the model that fails.
+			tc.Name = d.model
+		}
+	}
 }
 
 // reservationName renders a reserved taint's value "<namespace>.<name>" as

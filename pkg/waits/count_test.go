@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -125,5 +126,55 @@ func TestCountTellsReservedFromUnhealthy(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+type classes map[string]*resourceapi.DeviceClass
+
+func (c classes) List() ([]*resourceapi.DeviceClass, error) { return nil, nil }
+func (c classes) Get(name string) (*resourceapi.DeviceClass, error) {
+	if dc, ok := c[name]; ok {
+		return dc, nil
+	}
+	return nil, fmt.Errorf("device class %s not found", name)
+}
+
+// modelSlice publishes n GPUs of model on node with a driver version.
+func modelSlice(node, model, driverVersion string, n int) *resourceapi.ResourceSlice {
+	s := &resourceapi.ResourceSlice{Spec: resourceapi.ResourceSliceSpec{Driver: gpuv1.DriverName, NodeName: ptr.To(node),
+		Pool: resourceapi.ResourcePool{Name: node, ResourceSliceCount: 1}}}
+	for i := range n {
+		s.Spec.Devices = append(s.Spec.Devices, resourceapi.Device{Name: fmt.Sprintf("gpu-%d", i), Attributes: map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{
+			gpuv1.AttributeModel: {StringValue: ptr.To(model)}, "driverVersion": {StringValue: ptr.To(driverVersion)},
+		}})
+	}
+	return s
+}
+
+// A GPU of another model counts as "other model", not as an unmet
+// constraint; a GPU of the tier's model that a selector rejects (driver
+// version) is an unmet constraint, named by its selector.
+func TestCountTierOtherModelAndUnmet(t *testing.T) {
+	dc := &resourceapi.DeviceClass{Spec: resourceapi.DeviceClassSpec{Selectors: []resourceapi.DeviceSelector{
+		{CEL: &resourceapi.CELDeviceSelector{Expression: fmt.Sprintf("device.driver == %q", gpuv1.DriverName)}}}}}
+	model := fmt.Sprintf(`device.attributes[%q].model == "A100"`, gpuv1.DriverName)
+	driver := fmt.Sprintf(`device.attributes[%q].driverVersion >= "570"`, gpuv1.DriverName)
+	p := gpupool.NewPool([]*resourceapi.ResourceSlice{
+		modelSlice("dgx-h100-0", "H100", "570", 8), modelSlice("dgx-a100-0", "A100", "570", 2), modelSlice("dgx-a100-1", "A100", "535", 4),
+	}, nil, nil)
+	tier := gpupool.Tier{Name: "a100", Class: "gpu", Count: 4, Selectors: []string{model, driver}}
+	m, err := gpupool.NewMatcher(classes{"gpu": dc}, gpupool.NewCELCache(), gpupool.NewMatchCache(), tier)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := gpupool.Request{Name: "gpu", Tiered: true, Tiers: []gpupool.Tier{{Name: "h100"}, tier}}
+	s := CountTier(t.Context(), p, m, r, 1, 0, nil).Stat()
+	want := TierStat{Tier: "2/2", Name: "A100", Need: 4, Matching: 2, Free: 2, LargestFree: 2, LargestFreeNode: "dgx-a100-0",
+		OtherModel: 8, Unmet: map[string]int{driver: 4}, Request: "gpu"}
+	if diff := cmp.Diff(want, s); diff != "" {
+		t.Errorf("stat (-want +got):\n%s", diff)
+	}
+	if got, wantLine := s.Line(), "gpu 2/2 A100: 2/2 free (at most 2 on one node, dgx-a100-0), 0 allocated, 0 reserved, 0 tainted, 8 other model, 4 fail constraint "+driver; got != wantLine {
+		t.Errorf("line %q, want %q", got, wantLine)
 	}
 }

@@ -20,8 +20,11 @@ func reservedVerdict(t TierCounts) Verdict {
 	if len(t.Reservations) > 1 {
 		it = "them"
 	}
-	msg += fmt.Sprintf("; the pod is not a member of %s (only members' claims tolerate a reservation's %s taint)", it, gpuv1.ReservedTaintKey)
-	return Verdict{Reason: Reserved, Message: msg}
+	note := fmt.Sprintf("the pod is not a member of %s (only members' claims tolerate a reservation's %s taint)", it, gpuv1.ReservedTaintKey)
+	msg += "; " + note
+	held := fmt.Sprintf("the pod is not a member of %s (only members' claims tolerate a reservation's %s taint); reserved per node: %s",
+		reservations(t), gpuv1.ReservedTaintKey, spread(t.Reserved))
+	return Verdict{Reason: Reserved, Message: msg, Detail: Detail{Notes: []string{held}}}
 }
 
 // reservations names the reservations holding a tier's reserved devices:

@@ -26,13 +26,16 @@ type condition struct {
 	reason  string
 	message string
 	since   time.Time // last transition
+	// detail is the rota.dev/wait-detail annotation's value; "" removes it.
+	detail string
 }
 
 // Writer keeps every waiting pod's rota.dev/Waiting condition current
 // without slowing the scheduling cycle down: the cycle records the wanted
 // condition in memory, and workers patch pod status later, coalescing
 // repeated attempts of one pod into one write and skipping writes that
-// would change nothing. An Event is emitted whenever the reason changes.
+// would change nothing. An Event with the one-line headline is emitted
+// only when the reason changes, not on every attempt.
 type Writer struct {
 	client   kubernetes.Interface
 	recorder events.EventRecorder
@@ -56,25 +59,36 @@ func NewWriter(client kubernetes.Interface, recorder events.EventRecorder, clk c
 }
 
 // Wait records that pod waits for verdict's reason. The Event is emitted
-// now when the reason is new for the pod; the condition is written later.
+// now when the reason is new for the pod; the condition (its message the
+// short form, ConditionMessage) and the wait-detail annotation are written
+// later.
 func (w *Writer) Wait(pod *v1.Pod, v Verdict) {
 	key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
 	w.mu.Lock()
 	prev, known := w.want[key]
 	if !known {
 		if c := Current(pod); c != nil {
-			prev = condition{waiting: c.Status == v1.ConditionTrue, reason: c.Reason, message: c.Message, since: c.LastTransitionTime.Time}
+			prev = condition{waiting: c.Status == v1.ConditionTrue, reason: c.Reason, message: c.Message, since: c.LastTransitionTime.Time,
+				detail: pod.Annotations[gpuv1.WaitDetailAnnotation]}
 			w.written[key] = prev
 		}
 	}
-	next := condition{waiting: true, reason: string(v.Reason), message: v.Message, since: prev.since}
+	// A verdict without detail (the Gang plugin's own) leaves the
+	// annotation as it is; why shows it only while it matches the condition.
+	detail := prev.detail
+	if v.Detail.Headline != "" {
+		if enc, err := EncodeDetail(v.Detail); err == nil {
+			detail = enc
+		}
+	}
+	next := condition{waiting: true, reason: string(v.Reason), message: ConditionMessage(v), since: prev.since, detail: detail}
 	if !prev.waiting || prev.reason != next.reason {
 		next.since = w.clock.Now()
 	}
 	w.want[key] = next
 	w.mu.Unlock()
 	if prev.reason != next.reason || !prev.waiting {
-		w.recorder.Eventf(pod, nil, v1.EventTypeWarning, string(v.Reason), "Waiting", "%s", v.Message)
+		w.recorder.Eventf(pod, nil, v1.EventTypeWarning, string(v.Reason), "Waiting", "%s", next.message)
 	}
 	if prev != next {
 		w.queue.Add(key)
@@ -161,6 +175,36 @@ func (w *Writer) processNext(ctx context.Context) bool {
 }
 
 func (w *Writer) patch(ctx context.Context, key types.NamespacedName, c condition) error {
+	if err := w.patchCondition(ctx, key, c); err != nil {
+		return err
+	}
+	return w.patchDetail(ctx, key, c)
+}
+
+// patchDetail writes the rota.dev/wait-detail annotation, or removes it
+// once the pod is placed. It is skipped when it would change nothing.
+func (w *Writer) patchDetail(ctx context.Context, key types.NamespacedName, c condition) error {
+	w.mu.Lock()
+	old, known := w.written[key]
+	w.mu.Unlock()
+	if known && old.detail == c.detail {
+		return nil
+	}
+	var value any // nil removes the annotation
+	if c.detail != "" {
+		value = c.detail
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{gpuv1.WaitDetailAnnotation: value}}})
+	if err != nil {
+		return fmt.Errorf("encode wait detail patch: %w", err)
+	}
+	if _, err := w.client.CoreV1().Pods(key.Namespace).Patch(ctx, key.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("patch wait detail of pod %s: %w", key, err)
+	}
+	return nil
+}
+
+func (w *Writer) patchCondition(ctx context.Context, key types.NamespacedName, c condition) error {
 	status := v1.ConditionTrue
 	if !c.waiting {
 		status = v1.ConditionFalse

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -23,17 +24,30 @@ const maxDecisions = 5
 // decisionReasons are the events that record a scheduling decision.
 var decisionReasons = map[string]bool{"Scheduled": true, "FailedScheduling": true, "TieredPlacement": true}
 
-// Report is the answer for one pod; `-o json` prints it as is.
+// Report is the answer for one pod; `-o json|yaml` prints it as is.
 type Report struct {
-	Pod       string    `json:"pod"`
-	Node      string    `json:"node,omitempty"`
-	Waiting   bool      `json:"waiting"`
-	Reason    string    `json:"reason"`
-	Message   string    `json:"message,omitempty"`
-	Since     time.Time `json:"since,omitzero"`
-	Tier      string    `json:"tier,omitempty"`
-	Analysis  string    `json:"analysis,omitempty"`
-	Decisions []Event   `json:"decisions,omitempty"`
+	Pod string `json:"pod"`
+	// Verdict is the one line that answers the question, with the numbers.
+	Verdict string `json:"verdict"`
+	Node    string `json:"node,omitempty"`
+	Waiting bool   `json:"waiting"`
+	Reason  string `json:"reason"`
+	// Message is the rota.dev/Waiting condition's message: the long form.
+	Message string    `json:"message,omitempty"`
+	Since   time.Time `json:"since,omitzero"`
+	Tier    string    `json:"tier,omitempty"`
+	// Devices are the placed pod's devices with their UUIDs.
+	Devices string `json:"devices,omitempty"`
+	// Tiers and Notes are what the scheduler wrote in the pod's
+	// rota.dev/wait-detail annotation.
+	Tiers []waits.TierStat `json:"tiers,omitempty"`
+	Notes []string         `json:"notes,omitempty"`
+	// Analysis is the PodScheduled condition's message.
+	Analysis  string  `json:"analysis,omitempty"`
+	Decisions []Event `json:"decisions,omitempty"`
+	// explained is true when the pod's rota.dev/Waiting condition
+	// explains it, so the scheduler's own message need not.
+	explained bool
 }
 
 // Event is one scheduling decision recorded as an Event.
@@ -42,6 +56,8 @@ type Event struct {
 	Type    string    `json:"type"`
 	Reason  string    `json:"reason"`
 	Message string    `json:"message"`
+	// Count is how many times the event was seen, if more than once.
+	Count int32 `json:"count,omitempty"`
 }
 
 // EventLister lists Events; client-go's typed Events client is one.
@@ -60,10 +76,11 @@ func PodEvents(ctx context.Context, events EventLister, pod *v1.Pod) ([]v1.Event
 
 // Explain builds the report from the pod and its events.
 func Explain(pod *v1.Pod, evs []v1.Event) Report {
-	r := Report{Pod: pod.Namespace + "/" + pod.Name, Node: pod.Spec.NodeName, Tier: pod.Annotations[gpuv1.TierAnnotation]}
+	r := Report{Pod: pod.Namespace + "/" + pod.Name, Node: pod.Spec.NodeName,
+		Tier: pod.Annotations[gpuv1.TierAnnotation], Devices: pod.Annotations[gpuv1.DevicesAnnotation]}
 	switch c := waits.Current(pod); {
 	case c != nil && c.Status == v1.ConditionTrue && pod.Spec.NodeName == "":
-		r.Waiting, r.Reason, r.Message, r.Since = true, c.Reason, c.Message, c.LastTransitionTime.Time
+		r.Waiting, r.Reason, r.Message, r.Since, r.explained = true, c.Reason, c.Message, c.LastTransitionTime.Time, true
 	case c != nil:
 		r.Reason, r.Message, r.Since = c.Reason, c.Message, c.LastTransitionTime.Time
 	case pod.Spec.NodeName != "":
@@ -76,8 +93,29 @@ func Explain(pod *v1.Pod, evs []v1.Event) Report {
 			r.Analysis = c.Message
 		}
 	}
+	r.Verdict = verdict(pod, &r)
 	r.Decisions = decisions(evs)
 	return r
+}
+
+// verdict is the first line: for a waiting pod the condition's short
+// message (with the tiers and notes of the scheduler's wait detail behind
+// it); for a placed pod where it went and on which tier.
+func verdict(pod *v1.Pod, r *Report) string {
+	if !r.Waiting {
+		v := "P" + strings.TrimPrefix(r.Message, "p")
+		if r.Tier != "" {
+			v += "; tier " + r.Tier
+		}
+		return v
+	}
+	// The detail belongs to the condition only while its headline is the
+	// condition's message (another writer, such as the Gang plugin's, may
+	// have changed the condition since).
+	if d, ok := waits.CurrentDetail(pod); ok && d.Headline != "" && d.Headline == r.Message {
+		r.Tiers, r.Notes = d.Tiers, d.Notes
+	}
+	return "Waiting: " + r.Message
 }
 
 // decisions are the newest scheduling decisions among evs, newest first.
@@ -85,7 +123,7 @@ func decisions(evs []v1.Event) []Event {
 	var out []Event
 	for _, e := range evs {
 		if decisionReasons[e.Reason] || isWaitReason(e.Reason) {
-			out = append(out, Event{Time: eventTime(e), Type: e.Type, Reason: e.Reason, Message: e.Message})
+			out = append(out, Event{Time: eventTime(e), Type: e.Type, Reason: e.Reason, Message: e.Message, Count: count(e)})
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Time.After(out[j].Time) })
@@ -111,4 +149,12 @@ func isWaitReason(reason string) bool {
 		}
 	}
 	return false
+}
+
+// count is how many times the event was seen.
+func count(e v1.Event) int32 {
+	if e.Series != nil && e.Series.Count > e.Count {
+		return e.Series.Count
+	}
+	return e.Count
 }

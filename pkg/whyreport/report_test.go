@@ -6,8 +6,11 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
 )
 
 func TestExplain(t *testing.T) {
@@ -32,24 +35,29 @@ func TestExplain(t *testing.T) {
 		"waiting with a reason, newest decision first, other events left out": {
 			pod: pod("", nil, waiting, unsched),
 			evs: []v1.Event{ev(1, "FailedScheduling", "first"), ev(2, "TopologyFragmentation", "second"), ev(3, "Pulled", "not a decision")},
-			want: Report{Pod: "team-b/b-0", Waiting: true, Reason: "TopologyFragmentation", Message: "request gpu: needs 2 GPUs on one node", Since: t0,
+			want: Report{Pod: "team-b/b-0", Verdict: "Waiting: request gpu: needs 2 GPUs on one node", Waiting: true, Reason: "TopologyFragmentation", Message: "request gpu: needs 2 GPUs on one node", Since: t0,
 				Analysis: "0/2 nodes are available", Decisions: []Event{
 					{Time: t0.Add(2 * time.Second), Type: "Warning", Reason: "TopologyFragmentation", Message: "second"},
 					{Time: t0.Add(time.Second), Type: "Warning", Reason: "FailedScheduling", Message: "first"},
 				}},
 		},
+		"a wait detail that no longer matches the condition is left out": {
+			pod: pod("", map[string]string{gpuv1.WaitDetailAnnotation: `{"headline":"older","tiers":[{"name":"H100","need":2}]}`}, waiting),
+			want: Report{Pod: "team-b/b-0", Verdict: "Waiting: request gpu: needs 2 GPUs on one node", Waiting: true, Reason: "TopologyFragmentation",
+				Message: "request gpu: needs 2 GPUs on one node", Since: t0},
+		},
 		"never attempted": {
 			pod:  pod("", nil),
-			want: Report{Pod: "team-b/b-0", Waiting: true, Reason: "NotAttempted", Message: "queued; the scheduler has not reported an attempt yet"},
+			want: Report{Pod: "team-b/b-0", Verdict: "Waiting: queued; the scheduler has not reported an attempt yet", Waiting: true, Reason: "NotAttempted", Message: "queued; the scheduler has not reported an attempt yet"},
 		},
 		"placed without waiting, with its tier": {
 			pod:  pod("n1", map[string]string{"rota.dev/tier": "2/2: A100"}),
-			want: Report{Pod: "team-b/b-0", Node: "n1", Reason: "Placed", Message: "placed on node n1 without waiting", Tier: "2/2: A100"},
+			want: Report{Pod: "team-b/b-0", Verdict: "Placed on node n1 without waiting; tier 2/2: A100", Node: "n1", Reason: "Placed", Message: "placed on node n1 without waiting", Tier: "2/2: A100"},
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, Explain(tc.pod, tc.evs)); diff != "" {
+			if diff := cmp.Diff(tc.want, Explain(tc.pod, tc.evs), cmpopts.IgnoreUnexported(Report{})); diff != "" {
 				t.Errorf("Explain (-want +got):\n%s", diff)
 			}
 		})
@@ -57,14 +65,14 @@ func TestExplain(t *testing.T) {
 }
 
 func TestWriteWhyFitsWidth(t *testing.T) {
-	r := Report{Pod: "team-b/b-0", Waiting: true, Reason: "TopologyFragmentation",
+	r := Report{Pod: "team-b/b-0", Verdict: "Waiting: needs 2 GPUs on one node — H100 2/4 free", Waiting: true, Reason: "TopologyFragmentation",
 		Message: "request gpu: needs 2 GPUs on one node; 2 free in the pool but spread (n1: 1, n2: 1), largest free block 1 on n1; preemption would not help: evicting every lower-priority pod leaves at most 1 free on one node (n1)"}
 	var out bytes.Buffer
-	if err := WriteText(&out, r, 60); err != nil {
+	if err := WriteText(&out, r, TextOptions{Width: 60}); err != nil {
 		t.Fatal(err)
 	}
 	for _, line := range bytes.Split(out.Bytes(), []byte("\n")) {
-		if len(line) > 60 {
+		if len([]rune(string(line))) > 60 {
 			t.Errorf("line longer than 60 columns: %q", line)
 		}
 	}

@@ -81,7 +81,7 @@ func TestTieringFallback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantNote := "Placed on node node-h100: tier 1/2: H100 (request gpu/h100), device node-h100/gpu-0 GPU-node-h100-0; " + shippedPolicyVersion
+	wantNote := "1 × H100 on node-h100 (gpu-0), tier 1/2; " + shippedPolicyVersion
 	framework.WaitFor(t, "placement event on p0", func(context.Context) (bool, string, error) {
 		notes := cp.PodEventNotes(t, p0, "TieredPlacement")
 		return len(notes) == 1 && notes[0] == wantNote, fmt.Sprintf("%q", notes), nil
@@ -133,7 +133,7 @@ func TestTieringSkipsUnhealthyH100(t *testing.T) {
 	}
 	cp.Create(t, tieredPod(ns, "third", "h100-else-a100"))
 	cp.WaitForPodUnschedulable(t, ns, "third",
-		"tier 1/2 h100: 0 of 3 nodes — 1 constraint not met",
+		"tier 1/2 h100: 0 of 3 nodes — 1 no H100",
 		"1 no free device", "1 tainted gpu.rota.dev/unhealthy")
 
 	// The GPU heals: the waiting pod is queued by the slice update and takes it.
@@ -169,13 +169,13 @@ func TestTieringUnmetConstraintStaysPending(t *testing.T) {
 	}
 	cp.Create(t, tieredPod(ns, "l4-only", "h100-else-a100"))
 	cp.WaitForPodUnschedulable(t, ns, "l4-only",
-		`tier 1/2 h100: 0 of 2 nodes — 2 constraint not met: device.attributes["gpu.rota.dev"].model == "H100"`,
-		`tier 2/2 a100: 0 of 2 nodes — 1 constraint not met: device.attributes["gpu.rota.dev"].model == "A100", 1 no free device`)
+		`tier 1/2 h100: 0 of 2 nodes — 2 no H100`,
+		`tier 2/2 a100: 0 of 2 nodes — 1 no A100, 1 no free device`)
 
 	cp.DeletePodNow(t, ns, "takes-a100")
 	cp.Create(t, tieredPod(ns, "needs-80gi", "80gi"))
 	cp.WaitForPodUnschedulable(t, ns, "needs-80gi",
-		`tier 2/2 a100: 0 of 2 nodes — 2 constraint not met: device.attributes["gpu.rota.dev"].model == "A100" && device.capacity["gpu.rota.dev"].memory.compareTo(quantity("80Gi")) >= 0`)
+		`tier 2/2 a100: 0 of 2 nodes — 1 constraint not met: device.attributes["gpu.rota.dev"].model == "A100" && device.capacity["gpu.rota.dev"].memory.compareTo(quantity("80Gi")) >= 0, 1 no A100`)
 	pod, err := cp.Client.CoreV1().Pods(ns).Get(context.Background(), "needs-80gi", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)

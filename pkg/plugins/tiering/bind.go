@@ -13,9 +13,9 @@ import (
 	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
 )
 
-// Bind binds a tiered pod itself so that its rota.dev/tier annotation rides
-// on the Binding: kube-apiserver copies a Binding's annotations onto the pod
-// in the same write that sets spec.nodeName, which saves the separate pod
+// Bind binds a tiered pod itself so that its rota.dev/tier and
+// rota.dev/devices annotations ride on the Binding: kube-apiserver copies a
+// Binding's annotations onto the pod in the same write that sets spec.nodeName, which saves the separate pod
 // update per placement. Every other pod is left to DefaultBinder (Skip);
 // the profile lists Tiering at the bind extension point so that it runs
 // first.
@@ -32,7 +32,7 @@ func (pl *Tiering) Bind(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nod
 			// replaced by one of the same name, and keys the scheduler's
 			// asynchronous API calls for this pod.
 			UID:         pod.UID,
-			Annotations: map[string]string{gpuv1.TierAnnotation: tierAnnotation(p)},
+			Annotations: map[string]string{gpuv1.TierAnnotation: tierAnnotation(p), gpuv1.DevicesAnnotation: devicesAnnotation(p)},
 		},
 		Target: v1.ObjectReference{Kind: "Node", Name: nodeName},
 	}

@@ -33,7 +33,7 @@ func TestBind(t *testing.T) {
 			wantBinding: &v1.Binding{
 				ObjectMeta: metav1.ObjectMeta{
 					Namespace: "default", Name: "p", UID: "p-uid",
-					Annotations: map[string]string{gpuv1.TierAnnotation: "2/3: A100"},
+					Annotations: map[string]string{gpuv1.TierAnnotation: "2/3: A100", gpuv1.DevicesAnnotation: "node-a/gpu-0=GPU-node-a-0"},
 				},
 				Target: v1.ObjectReference{Kind: "Node", Name: "node-a"},
 			},
@@ -61,6 +61,14 @@ func TestBind(t *testing.T) {
 				}
 				if st := e.tiering.Reserve(e.ctx, cs, pod, "node-a"); !st.IsSuccess() {
 					t.Fatalf("Tiering Reserve: %v", st)
+				}
+				// The event will say why the preferred tier was passed over.
+				p, err := getPlacement(cs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if diff := cmp.Diff([]string{"h100 tier: none in the pool"}, p.passedOver); diff != "" {
+					t.Errorf("passed-over tiers (-want +got):\n%s", diff)
 				}
 			}
 

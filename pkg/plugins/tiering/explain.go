@@ -3,6 +3,7 @@ package tiering
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -20,6 +21,7 @@ const (
 	reasonNoFreeDevice   = "no free device"
 	reasonTooFewFree     = "too few free devices"
 	reasonConstraint     = "constraint not met"
+	reasonNoModel        = "no "
 	reasonNodeRejected   = "node rejected"
 	reasonClaimUnmet     = "claim constraints not met together"
 	reasonTaintedPrefix  = "tainted "
@@ -150,8 +152,9 @@ func (pl *Tiering) summarizeTier(ctx context.Context, pool *gpupool.Pool, nodes 
 // reserved, whether its members use it or not; one that is also unhealthy
 // counts as tainted.
 func (pl *Tiering) judgeTier(ctx context.Context, pool *gpupool.Pool, node string, tier gpupool.Tier, m *gpupool.Matcher) (tierVerdict, error) {
-	var c deviceCounts
+	c := deviceCounts{models: map[string]bool{}}
 	for _, d := range pool.ByNode[node] {
+		c.models[gpupool.StringAttribute(d.Device, d.ID.Driver.String(), gpuv1.AttributeModel)] = true
 		f, err := m.FirstFailing(ctx, d.ID.Driver.String(), d.Device)
 		if err != nil {
 			return tierVerdict{}, err
@@ -167,12 +170,31 @@ func (pl *Tiering) judgeTier(ctx context.Context, pool *gpupool.Pool, node strin
 	return c.verdict(tier), nil
 }
 
+// modelSelector finds the model a selector asks for:
+// device.attributes["gpu.rota.dev"].model == "H100".
+var modelSelector = regexp.MustCompile(`(?:\.` + string(gpuv1.AttributeModel) + `|\["` + string(gpuv1.AttributeModel) + `"\])\s*==\s*"([^"]+)"`)
+
+// missingModel returns the model the failing selector asks for when the
+// node has no GPU of it: such a node is "no H100", not an unmet constraint.
+func (c *deviceCounts) missingModel() string {
+	if strings.HasPrefix(c.failing, gpupool.ClassSelectorPrefix) {
+		return ""
+	}
+	m := modelSelector.FindStringSubmatch(c.failing)
+	if m == nil || c.models[m[1]] {
+		return ""
+	}
+	return m[1]
+}
+
 // deviceCounts are the matching devices of one node for one tier.
 type deviceCounts struct {
 	matching, free, tainted, reserved int
 	// taintKey is the first blocking taint's key, reservedBy the first
 	// reservation's taint value, failing the first selector no device passed.
 	taintKey, reservedBy, failing string
+	// models are the models of the node's devices.
+	models map[string]bool
 }
 
 func (c *deviceCounts) add(d *gpupool.Device, tier gpupool.Tier) {
@@ -203,6 +225,8 @@ func (c *deviceCounts) verdict(tier gpupool.Tier) tierVerdict {
 	switch {
 	case c.matching == 0 && c.failing == "":
 		return tierVerdict{reason: reasonNoFreeDevice + " (no devices published)", metric: "no_free_device"}
+	case c.matching == 0 && c.missingModel() != "":
+		return tierVerdict{reason: reasonNoModel + c.missingModel(), metric: "constraint"}
 	case c.matching == 0:
 		return tierVerdict{reason: fmt.Sprintf("%s: %s", reasonConstraint, c.failing), metric: "constraint"}
 	case c.free >= need && (!tier.All || c.tainted+c.reserved == 0):

@@ -3,7 +3,6 @@ package tiering
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -33,6 +32,9 @@ type grantedDevice struct {
 type placement struct {
 	node    string
 	devices []grantedDevice
+	// passedOver says, per tier preferred to a granted one, how much of it
+	// was free: "H100 tier: 0 of 8 free".
+	passedOver []string
 }
 
 func (p *placement) Clone() fwk.StateData { return p }
@@ -74,6 +76,7 @@ func (pl *Tiering) Reserve(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, 
 	if st := pl.recheck(ctx, pod, s, p); st != nil {
 		return st
 	}
+	p.passedOver = pl.passedOver(ctx, cs, s, p)
 	cs.Write(reserveStateKey, p)
 	logger.V(4).Info("Tiered devices reserved", "pod", klog.KObj(pod), "node", nodeName, "devices", len(p.devices))
 	return nil
@@ -178,51 +181,4 @@ func (pl *Tiering) PostBind(ctx context.Context, cs fwk.CycleState, pod *v1.Pod,
 	}
 	pl.metrics.timeToPlacement.Observe(time.Since(pod.CreationTimestamp.Time).Seconds())
 	klog.FromContext(ctx).V(4).Info("Tiered placement recorded", "pod", klog.KObj(pod), "node", nodeName)
-}
-
-// tierAnnotation returns the rota.dev/tier value for a placement, e.g.
-// "1/3: H100". With several tiered requests the distinct parts are joined
-// with "; ".
-func tierAnnotation(p *placement) string {
-	tiers := make([]string, 0, len(p.devices))
-	for _, g := range p.devices {
-		tiers = append(tiers, fmt.Sprintf("%d/%d: %s", g.tier+1, g.tiers, g.label()))
-	}
-	return strings.Join(dedupe(tiers), "; ")
-}
-
-// placementNote returns the TieredPlacement event's note: the node, and per
-// granted device its tier, request, pool/device and UUID, then the policy.
-func placementNote(p *placement, policyVersion string) string {
-	devices := make([]string, 0, len(p.devices))
-	for _, g := range p.devices {
-		uuid := g.uuid
-		if uuid == "" {
-			uuid = "unknown UUID"
-		}
-		devices = append(devices, fmt.Sprintf("tier %d/%d: %s (request %s), device %s/%s %s",
-			g.tier+1, g.tiers, g.label(), g.request, g.id.Pool, g.id.Device, uuid))
-	}
-	return fmt.Sprintf("Placed on node %s: %s; policy %s", p.node, strings.Join(devices, "; "), policyVersion)
-}
-
-// label names a granted device's tier for people: its model, else the
-// subrequest's name.
-func (g *grantedDevice) label() string {
-	if g.model != "" {
-		return g.model
-	}
-	return g.tierName
-}
-
-func dedupe(in []string) []string {
-	out := in[:0:0]
-	seen := map[string]bool{}
-	for _, s := range in {
-		if !seen[s] {
-			seen[s] = true
-			out = append(out, s)
-		}
-	}
-	return out
 }

@@ -14,16 +14,44 @@ import (
 )
 
 func TestExplainPlacement(t *testing.T) {
-	p := &placement{node: "node-h100", devices: []grantedDevice{{
-		id: structured.MakeDeviceID(testDriver, "node-h100", "gpu-3"), request: "gpu/h100",
-		tier: 0, tiers: 3, tierName: "h100", model: "H100", uuid: "GPU-1234",
-	}}}
-	if diff := cmp.Diff("1/3: H100", tierAnnotation(p)); diff != "" {
-		t.Errorf("annotation (-want +got):\n%s", diff)
+	dev := func(name, uuid string, tier int, sub, model string) grantedDevice {
+		return grantedDevice{id: structured.MakeDeviceID(testDriver, "dgx-a100-0", name), request: "gpu/" + sub,
+			tier: tier, tiers: 2, tierName: sub, model: model, uuid: uuid}
 	}
-	want := "Placed on node node-h100: tier 1/3: H100 (request gpu/h100), device node-h100/gpu-3 GPU-1234; policy v9"
-	if diff := cmp.Diff(want, placementNote(p, "v9")); diff != "" {
-		t.Errorf("event note (-want +got):\n%s", diff)
+	cases := map[string]struct {
+		p                         *placement
+		wantTier, wantNote, wantD string
+	}{
+		"first tier, one device": {
+			p:        &placement{node: "dgx-a100-0", devices: []grantedDevice{dev("gpu-3", "GPU-1234", 0, "h100", "H100")}},
+			wantTier: "1/2: H100", wantNote: "1 × H100 on dgx-a100-0 (gpu-3), tier 1/2; policy v9",
+			wantD: "dgx-a100-0/gpu-3=GPU-1234",
+		},
+		"fallback: four devices in one line, why the first tier was passed over": {
+			p: &placement{node: "dgx-a100-0", passedOver: []string{"H100 tier: 0 of 8 free"}, devices: []grantedDevice{
+				dev("gpu-1", "GPU-b", 1, "a100", "A100"), dev("gpu-0", "GPU-a", 1, "a100", "A100"),
+				dev("gpu-2", "GPU-c", 1, "a100", "A100"), dev("gpu-3", "", 1, "a100", "A100")}},
+			wantTier: "2/2: A100", wantNote: "4 × A100 on dgx-a100-0 (gpu-0..3), tier 2/2; H100 tier: 0 of 8 free; policy v9",
+			wantD: "dgx-a100-0/gpu-1=GPU-b, dgx-a100-0/gpu-0=GPU-a, dgx-a100-0/gpu-2=GPU-c, dgx-a100-0/gpu-3=unknown",
+		},
+		"devices that are not a run are listed": {
+			p:        &placement{node: "dgx-a100-0", devices: []grantedDevice{dev("gpu-0", "GPU-a", 1, "a100", ""), dev("gpu-2", "GPU-c", 1, "a100", "")}},
+			wantTier: "2/2: a100", wantNote: "2 × a100 on dgx-a100-0 (gpu-0, gpu-2), tier 2/2; policy v9",
+			wantD: "dgx-a100-0/gpu-0=GPU-a, dgx-a100-0/gpu-2=GPU-c",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.wantTier, tierAnnotation(tc.p)); diff != "" {
+				t.Errorf("tier annotation (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantNote, placementNote(tc.p, "v9")); diff != "" {
+				t.Errorf("event note (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantD, devicesAnnotation(tc.p)); diff != "" {
+				t.Errorf("devices annotation (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 

@@ -212,7 +212,9 @@ func (pl *WaitReason) classify(ctx context.Context, cs fwk.CycleState, pod *v1.P
 	// A gang member that cannot be placed keeps its whole gang waiting:
 	// the admission answer is GangIncomplete, with the pool's reason.
 	if g := pod.Labels[gpuv1.GangLabel]; g != "" && v.Reason != waits.GangIncomplete && v.Reason != waits.NotAttempted && v.Reason != waits.QuotaExceeded && v.Reason != waits.ReservationOvercommitted {
-		v = waits.Verdict{Reason: waits.GangIncomplete, Unresolvable: v.Unresolvable,
+		detail := v.Detail
+		detail.Headline = fmt.Sprintf("gang %s cannot be admitted whole: %s: %s", g, v.Reason, detail.Headline)
+		v = waits.Verdict{Reason: waits.GangIncomplete, Unresolvable: v.Unresolvable, Detail: detail,
 			Message: fmt.Sprintf("gang %s cannot be admitted whole: %s: %s", g, v.Reason, v.Message)}
 	}
 	return v, nil

@@ -63,17 +63,20 @@ func TestFragmentationScenario(t *testing.T) {
 
 	sim.at(0, "one GPU free on n1: B waits for capacity")
 	for _, rank := range []string{"b-rank-0", "b-rank-1"} {
-		msg := cp.WaitForWaiting(t, "team-b", rank, "InsufficientCapacity", "needs 2 GPUs", "1 free in the pool (n1: 1) of 4 matching")
+		msg := cp.WaitForWaiting(t, "team-b", rank, "InsufficientCapacity", "needs 2 GPUs on one node — H100 1/4 free")
 		t.Logf("  %s: InsufficientCapacity: %s", rank, msg)
+		// The long form is in the scheduler's message (and kubectl rota why).
+		cp.WaitForPodUnschedulable(t, "team-b", rank, "1 free in the pool (n1: 1) of 4 matching")
 	}
 	cp.AllocatedDevices(t)
 
 	sim.at(10, "C's job ends: one GPU free on each node, B is fragmented")
 	cp.DeletePodNow(t, "team-c", "c-1")
 	msg := cp.WaitForWaiting(t, "team-b", "b-rank-0", "TopologyFragmentation",
-		"needs 2 GPUs on one node", "2 free in the pool but spread (n1: 1, n2: 1)", "largest free block 1",
-		"preemption would not help")
+		"needs 2 GPUs on one node — H100 2/4 free (at most 1 per node)")
 	t.Logf("  b-rank-0: TopologyFragmentation: %s", msg)
+	cp.WaitForPodUnschedulable(t, "team-b", "b-rank-0",
+		"2 free in the pool but spread (n1: 1, n2: 1)", "largest free block 1", "preemption would not help")
 	cp.AllocatedDevices(t)
 	checkKubectlRota(t, cp)
 
@@ -130,9 +133,9 @@ func TestFragmentationConstraintConflict(t *testing.T) {
 	sim.at(10, "C's job ends; A must keep a replica on each node")
 	cp.DeletePodNow(t, "team-c", "c-1")
 	msg := cp.WaitForWaiting(t, "team-b", "b-rank-0", "TopologyFragmentation",
-		"constraint conflict, no placement exists", "needs 2 GPUs on one node", "largest block any node could offer is 1")
+		"constraint conflict, no placement exists: needs 2 GPUs on one node")
 	t.Logf("  b-rank-0: %s", msg)
-	sched := cp.WaitForPodUnschedulable(t, "team-b", "b-rank-0", "constraint conflict")
+	sched := cp.WaitForPodUnschedulable(t, "team-b", "b-rank-0", "constraint conflict", "largest block any node could offer is 1")
 	t.Logf("  PodScheduled: %s", sched)
 	cp.AllocatedDevices(t)
 }

@@ -57,9 +57,10 @@ func testWaitReasons(t *testing.T, slice *resourceapi.ResourceSlice) {
 		cp.Create(t, framework.SharedGPUTemplate(outsiders, "any", 0, nil))
 		p := framework.GPUPod(outsiders, "outsider", schedulerName, "any")
 		cp.Create(t, p)
-		msg := cp.WaitForWaiting(t, outsiders, p.Name, string(waits.Reserved),
-			"0 free and 1 more matching but reserved by GPUReservation team-a/serving ("+node+": 1)", "not a member")
+		msg := cp.WaitForWaiting(t, outsiders, p.Name, string(waits.Reserved), "0/2 free (1 reserved by GPUReservation team-a/serving)")
 		t.Logf("outsider waits: %s", msg)
+		cp.WaitForPodUnschedulable(t, outsiders, p.Name,
+			"0 free and 1 more matching but reserved by GPUReservation team-a/serving ("+node+": 1)", "not a member")
 
 		// A tiered claim: Tiering's explanation names the reservation too.
 		cp.Create(t, framework.TieredClaimTemplate(outsiders, "tiered", framework.ModelTier("H200")))
@@ -93,9 +94,10 @@ func testWaitReasons(t *testing.T, slice *resourceapi.ResourceSlice) {
 		cp.Create(t, framework.SharedGPUTemplate(outsiders, "pinned", 0, nil, framework.UUIDSelector(otherUUID)))
 		p := framework.GPUPod(outsiders, "pinned", schedulerName, "pinned")
 		cp.Create(t, p)
-		msg := cp.WaitForWaiting(t, outsiders, p.Name, string(waits.Unhealthy),
-			"0 free and 1 more matching but tainted unhealthy ("+node+": 1)")
+		// The condition is short; the other H200 fails the pod's UUID selector.
+		msg := cp.WaitForWaiting(t, outsiders, p.Name, string(waits.Unhealthy), "0/1 free (1 tainted unhealthy, 1 fail a constraint)")
 		t.Logf("pod pinned to the unhealthy GPU waits: %s", msg)
+		cp.WaitForPodUnschedulable(t, outsiders, p.Name, "0 free and 1 more matching but tainted unhealthy ("+node+": 1)")
 
 		// The reserved GPU turns unhealthy: a member that would use it
 		// waits for the GPU, not for the reservation.
@@ -106,8 +108,8 @@ func testWaitReasons(t *testing.T, slice *resourceapi.ResourceSlice) {
 		cp.Create(t, framework.SharedGPUTemplate(tenant, "small", 1024, reservedToleration(tenant, "serving"), framework.UUIDSelector(heldUUID)))
 		mp := framework.ReplicaPod(memberRS, "small", schedulerName, "small")
 		cp.Create(t, mp)
-		msg = cp.WaitForWaiting(t, tenant, mp.Name, string(waits.Unhealthy),
-			"0 free and 1 more matching but tainted unhealthy ("+node+": 1)")
+		msg = cp.WaitForWaiting(t, tenant, mp.Name, string(waits.Unhealthy), "0/1 free (1 tainted unhealthy, 1 fail a constraint)")
 		t.Logf("member of the reservation whose GPU turned unhealthy waits: %s", msg)
+		cp.WaitForPodUnschedulable(t, tenant, mp.Name, "0 free and 1 more matching but tainted unhealthy ("+node+": 1)")
 	})
 }

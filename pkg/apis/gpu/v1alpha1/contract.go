@@ -108,6 +108,13 @@ const (
 	// TierAnnotation is the tier (firstAvailable subrequest) a pod was
 	// placed on; it travels on the Binding.
 	TierAnnotation = "rota.dev/tier"
+	// DevicesAnnotation lists the devices a tiered pod was placed on with
+	// their UUIDs ("pool/device=UUID, ..."); it travels on the Binding.
+	DevicesAnnotation = "rota.dev/devices"
+	// WaitDetailAnnotation carries, as JSON, the numbers behind a waiting
+	// pod's rota.dev/Waiting condition (per tier: free, allocated,
+	// reserved, tainted, other model) for `kubectl rota why`.
+	WaitDetailAnnotation = "rota.dev/wait-detail"
 	// WaitingCondition is the pod condition with the reason a pod waits.
 	WaitingCondition v1.PodConditionType = "rota.dev/Waiting"
 	// GangLabel names a pod's gang; GangSizeAnnotation is how many pods the
