@@ -15,10 +15,10 @@ import (
 
 // Bind binds a tiered pod itself so that its rota.dev/tier and
 // rota.dev/devices annotations ride on the Binding: kube-apiserver copies a
-// Binding's annotations onto the pod in the same write that sets spec.nodeName, which saves the separate pod
-// update per placement. Every other pod is left to DefaultBinder (Skip);
-// the profile lists Tiering at the bind extension point so that it runs
-// first.
+// Binding's annotations onto the pod in the same write that sets
+// spec.nodeName, which saves the separate pod update per placement. Every
+// other pod is left to DefaultBinder (Skip); the profile lists Tiering at
+// the bind extension point so that it runs first.
 func (pl *Tiering) Bind(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodeName string) *fwk.Status {
 	p, err := getPlacement(cs)
 	if err != nil || len(p.devices) == 0 {
