@@ -36,6 +36,7 @@ import (
 	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
 	rotav1 "github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
 	rsv "github.com/rota-dev/rota/pkg/reservation"
+	"github.com/rota-dev/rota/pkg/waits"
 )
 
 // Name is the plugin's name in KubeSchedulerConfiguration.
@@ -55,8 +56,8 @@ const preFilterStateKey fwk.StateKey = "PreFilter" + Name
 // Reasons a pod is refused, at the start of each message.
 const (
 	ReasonOvercommitted = "ReservationOvercommitted"
-	ReasonNotMember     = "ReservationNotMember"
-	ReasonNotTolerated  = "ReservationNotTolerated"
+	ReasonNotMember     = waits.RefusalNotMember
+	ReasonNotTolerated  = waits.RefusalNotTolerated
 	ReasonNoMemory      = "ReservationMemoryMissing"
 	ReasonNotHeld       = "ReservationNotHeld"
 )

@@ -45,19 +45,10 @@ const (
 	fairnessPlugin    = "Fairness"
 )
 
-// The Reservation plugin's refusals of a pod that reaches for a
-// reservation's GPUs it may not use (pkg/plugins/reservation), matched by
-// text for the same reason.
-var reservationRefusals = []string{"ReservationNotMember", "ReservationNotTolerated"}
-
-// reservationRefusal reports whether msg is such a refusal.
+// reservationRefusal reports whether msg is the Reservation plugin's
+// refusal of a pod that reaches for a reservation's GPUs it may not use.
 func reservationRefusal(msg string) bool {
-	for _, r := range reservationRefusals {
-		if strings.HasPrefix(msg, r+": ") {
-			return true
-		}
-	}
-	return false
+	return strings.HasPrefix(msg, waits.RefusalNotMember+": ") || strings.HasPrefix(msg, waits.RefusalNotTolerated+": ")
 }
 
 var (
