@@ -57,6 +57,10 @@ func (d *Driver) Start(ctx context.Context, opts ...kubeletplugin.Option) (*kube
 	opts = append([]kubeletplugin.Option{
 		kubeletplugin.DriverName(gpuv1.DriverName),
 		kubeletplugin.NodeName(d.cfg.NodeName),
+		// The state machine orders concurrent calls itself (its mutex and
+		// the node-wide checkpoint lock) and batches them; the helper's
+		// one-call-at-a-time lock would leave nothing to batch.
+		kubeletplugin.Serialize(false),
 	}, opts...)
 	helper, err := kubeletplugin.Start(ctx, d, opts...)
 	if err != nil {
@@ -106,31 +110,39 @@ func (d *Driver) publish(ctx context.Context) error {
 }
 
 // PrepareResourceClaims implements kubeletplugin.DRAPlugin. Each claim
-// succeeds or fails on its own.
+// succeeds or fails on its own. The claims of one call, and those of calls
+// made at the same time, share checkpoint writes (state.PrepareAll).
 func (d *Driver) PrepareResourceClaims(ctx context.Context, claims []*resourceapi.ResourceClaim) (map[types.UID]kubeletplugin.PrepareResult, error) {
+	start := d.cfg.Clock.Now()
+	results := d.cfg.State.PrepareAll(ctx, claims)
+	took := d.cfg.Clock.Since(start)
 	out := make(map[types.UID]kubeletplugin.PrepareResult, len(claims))
-	for _, c := range claims {
-		start := d.cfg.Clock.Now()
-		devices, err := d.cfg.State.Prepare(ctx, c)
-		d.cfg.Metrics.observePrepare(d.cfg.Clock.Since(start), err)
-		if err != nil {
-			klog.FromContext(ctx).Error(err, "Preparing claim failed", "claim", klog.KObj(c))
-			out[c.UID] = kubeletplugin.PrepareResult{Err: fmt.Errorf("preparing claim %s/%s: %w", c.Namespace, c.Name, err)}
+	for i, c := range claims {
+		r := results[i]
+		d.cfg.Metrics.observePrepare(took, r.Err)
+		if r.Err != nil {
+			klog.FromContext(ctx).Error(r.Err, "Preparing claim failed", "claim", klog.KObj(c))
+			out[c.UID] = kubeletplugin.PrepareResult{Err: fmt.Errorf("preparing claim %s/%s: %w", c.Namespace, c.Name, r.Err)}
 			continue
 		}
-		out[c.UID] = kubeletplugin.PrepareResult{Devices: devices}
+		out[c.UID] = kubeletplugin.PrepareResult{Devices: r.Devices}
 	}
 	return out, nil
 }
 
 // UnprepareResourceClaims implements kubeletplugin.DRAPlugin.
 func (d *Driver) UnprepareResourceClaims(ctx context.Context, claims []kubeletplugin.NamespacedObject) (map[types.UID]error, error) {
+	refs := make([]state.ClaimRef, len(claims))
+	for i, c := range claims {
+		refs[i] = state.ClaimRef{UID: string(c.UID), Namespace: c.Namespace, Name: c.Name}
+	}
+	start := d.cfg.Clock.Now()
+	errs := d.cfg.State.UnprepareAll(ctx, refs)
+	took := d.cfg.Clock.Since(start)
 	out := make(map[types.UID]error, len(claims))
-	for _, c := range claims {
-		start := d.cfg.Clock.Now()
-		err := d.cfg.State.Unprepare(ctx, string(c.UID), c.Namespace, c.Name)
-		d.cfg.Metrics.observeUnprepare(d.cfg.Clock.Since(start), err)
-		out[c.UID] = err
+	for i, c := range claims {
+		d.cfg.Metrics.observeUnprepare(took, errs[i])
+		out[c.UID] = errs[i]
 	}
 	return out, nil
 }

@@ -16,6 +16,8 @@ type Metrics struct {
 	prepareDuration   *metrics.HistogramVec
 	unprepareDuration *metrics.HistogramVec
 	devices           *metrics.GaugeVec
+	batchClaims       *metrics.Histogram
+	checkpointWrites  *metrics.Counter
 }
 
 // NewMetrics creates and registers the metrics.
@@ -38,8 +40,18 @@ func NewMetrics() *Metrics {
 			Help:           "GPUs published by this driver, by health (Healthy, Degraded, Unhealthy).",
 			StabilityLevel: metrics.ALPHA,
 		}, []string{"health"}),
+		batchClaims: metrics.NewHistogram(&metrics.HistogramOpts{
+			Namespace: "rota", Subsystem: "driver", Name: "batch_claims",
+			Help:    "Claims prepared or unprepared together, sharing checkpoint writes.",
+			Buckets: metrics.ExponentialBuckets(1, 2, 8), StabilityLevel: metrics.ALPHA,
+		}),
+		checkpointWrites: metrics.NewCounter(&metrics.CounterOpts{
+			Namespace: "rota", Subsystem: "driver", Name: "checkpoint_writes_total",
+			Help:           "Fsynced writes of the prepared-claims checkpoint.",
+			StabilityLevel: metrics.ALPHA,
+		}),
 	}
-	m.Registry.MustRegister(m.prepareDuration, m.unprepareDuration, m.devices)
+	m.Registry.MustRegister(m.prepareDuration, m.unprepareDuration, m.devices, m.batchClaims, m.checkpointWrites)
 	return m
 }
 
@@ -62,6 +74,12 @@ func (m *Metrics) observePrepare(d time.Duration, err error) {
 func (m *Metrics) observeUnprepare(d time.Duration, err error) {
 	m.unprepareDuration.WithLabelValues(resultLabel(err)).Observe(d.Seconds())
 }
+
+// ObserveBatch records the size of one prepare or unprepare batch.
+func (m *Metrics) ObserveBatch(claims int) { m.batchClaims.Observe(float64(claims)) }
+
+// ObserveCheckpointWrite counts one checkpoint write.
+func (m *Metrics) ObserveCheckpointWrite() { m.checkpointWrites.Inc() }
 
 func (m *Metrics) setDevices(statuses map[int]health.Status) {
 	counts := map[health.State]int{health.Healthy: 0, health.Degraded: 0, health.Unhealthy: 0}

@@ -13,12 +13,18 @@ import (
 	"github.com/rota-dev/rota/test/integration/framework"
 )
 
-// BenchmarkNodePrepareResources prepares 32 time-sliced claims on a node with
-// 8 GPUs (4 per GPU), all at once as a kubelet starting 32 pods would, over the
-// plugin's real gRPC socket against a real API server, then unprepares them.
-// Each NodePrepareResources call includes the helper's GET of the claim, the
-// checkpoint writes (fsync) and the CDI spec. It reports the per-call latency
-// percentiles.
+// BenchmarkNodePrepareResources prepares time-sliced claims on a node with
+// 8 GPUs over the plugin's real gRPC socket against a real API server, one
+// NodePrepareResources call per claim, then unprepares them:
+//   - concurrent-32: 32 claims (4 per GPU) all at once, as a kubelet
+//     starting 32 pods would;
+//   - alone: one exclusive claim at a time (no GPU setting changes);
+//   - alone-interval-change: one time-sliced claim at a time, each the first
+//     on its GPU, so its interval changes (and changes back at unprepare).
+//
+// Each call includes the helper's GET of the claim, the checkpoint writes
+// (fsync) and the CDI spec. It reports the per-call latency percentiles and
+// the checkpoint writes per prepared claim.
 func BenchmarkNodePrepareResources(b *testing.B) {
 	ctx := context.Background()
 	cp := framework.StartControlPlane(b)
@@ -29,15 +35,27 @@ func BenchmarkNodePrepareResources(b *testing.B) {
 	for i := range claims {
 		claims[i] = n.allocatedClaim(ctx, "bench", fmt.Sprintf("c%02d", i), share, fmt.Sprintf("gpu-%d", i%8))
 	}
+	prepare := func(c *resourceapi.ResourceClaim) error { _, err := n.prepare(ctx, c); return err }
+	unprepare := func(c *resourceapi.ResourceClaim) error { return n.unprepare(ctx, c) }
+	b.Run("concurrent-32", func(b *testing.B) {
+		benchPrepare(b, n, claims, prepare, unprepare, true)
+	})
+	exclusive := n.allocatedClaim(ctx, "bench", "exclusive", "", "gpu-0")
+	b.Run("alone", func(b *testing.B) {
+		benchPrepare(b, n, []*resourceapi.ResourceClaim{exclusive}, prepare, unprepare, false)
+	})
+	b.Run("alone-interval-change", func(b *testing.B) {
+		benchPrepare(b, n, claims[:1], prepare, unprepare, false)
+	})
+}
 
+func benchPrepare(b *testing.B, n *gpuNode, claims []*resourceapi.ResourceClaim, prepare, unprepare func(*resourceapi.ResourceClaim) error, concurrent bool) {
 	var latencies []time.Duration
 	var mu sync.Mutex
 	run := func(f func(c *resourceapi.ResourceClaim) error, record bool) {
 		var wg sync.WaitGroup
 		for _, c := range claims {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
+			call := func() {
 				start := time.Now()
 				if err := f(c); err != nil {
 					b.Error(err)
@@ -47,16 +65,22 @@ func BenchmarkNodePrepareResources(b *testing.B) {
 					latencies = append(latencies, time.Since(start))
 					mu.Unlock()
 				}
-			}()
+			}
+			if !concurrent {
+				call()
+				continue
+			}
+			wg.Add(1)
+			go func() { defer wg.Done(); call() }()
 		}
 		wg.Wait()
 	}
-	prepare := func(c *resourceapi.ResourceClaim) error { _, err := n.prepare(ctx, c); return err }
-	unprepare := func(c *resourceapi.ResourceClaim) error { return n.unprepare(ctx, c) }
-
+	var writes float64
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
+		before := checkpointWrites(b, n)
 		run(prepare, true)
+		writes += checkpointWrites(b, n) - before
 		b.StopTimer()
 		run(unprepare, false)
 		b.StartTimer()
@@ -69,4 +93,20 @@ func BenchmarkNodePrepareResources(b *testing.B) {
 	b.ReportMetric(pct(0.50), "p50-ms/claim")
 	b.ReportMetric(pct(0.99), "p99-ms/claim")
 	b.ReportMetric(float64(len(claims)), "claims/op")
+	b.ReportMetric(writes/float64(b.N*len(claims)), "fsyncs/claim")
+}
+
+// checkpointWrites reads the plugin's rota_driver_checkpoint_writes_total.
+func checkpointWrites(b *testing.B, n *gpuNode) float64 {
+	families, err := n.plugin.Metrics.Registry.Gather()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() == "rota_driver_checkpoint_writes_total" {
+			return f.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	b.Fatal("rota_driver_checkpoint_writes_total not exported")
+	return 0
 }

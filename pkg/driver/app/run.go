@@ -98,7 +98,8 @@ func Start(ctx context.Context, o Options, extra Extra) (*Plugin, error) {
 		return nil, err
 	}
 	p.Mock, p.close = mock, closeNVML
-	if p.State, err = newState(ctx, &o, extra, &inv); err != nil {
+	p.Metrics = driver.NewMetrics()
+	if p.State, err = newState(ctx, &o, extra, &inv, p.Metrics); err != nil {
 		return nil, err
 	}
 	p.startHealth(ctx, &o, lib, &inv, clk)
@@ -116,7 +117,7 @@ func Start(ctx context.Context, o Options, extra Extra) (*Plugin, error) {
 
 // newState opens the checkpoint and the CDI directory and restores what
 // this node had prepared before.
-func newState(ctx context.Context, o *Options, extra Extra, inv *gpu.Inventory) (*state.State, error) {
+func newState(ctx context.Context, o *Options, extra Extra, inv *gpu.Inventory, m *driver.Metrics) (*state.State, error) {
 	bootID, err := checkpoint.ReadBootID(o.BootIDFile)
 	if err != nil {
 		return nil, err
@@ -136,6 +137,7 @@ func newState(ctx context.Context, o *Options, extra Extra, inv *gpu.Inventory) 
 	return state.New(ctx, state.Options{
 		NodeName: o.NodeName, Inventory: inv, Store: store, CDI: cdiWriter,
 		TimeSlicer: slicer, BootID: bootID, Hook: extra.Hook,
+		ObserveBatch: m.ObserveBatch, ObserveWrite: m.ObserveCheckpointWrite,
 	})
 }
 
@@ -164,7 +166,6 @@ func (p *Plugin) startDriver(ctx context.Context, o *Options, extra Extra, inv *
 			return err
 		}
 	}
-	p.Metrics = driver.NewMetrics()
 	fatal := extra.Fatal
 	if fatal == nil {
 		fatal = func(err error) { p.cancel(err) }

@@ -3,6 +3,7 @@ package state
 import (
 	"fmt"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -31,6 +32,10 @@ type env struct {
 	setter *timeslice.Recorder
 	bootID string
 	hook   func(Step) error
+	// slicer, if set, replaces setter as the GPUs' time-slice setter.
+	slicer timeslice.Setter
+	// writes counts checkpoint writes of every start.
+	writes atomic.Int64
 }
 
 func newEnv(t testing.TB, profile string) *env {
@@ -52,7 +57,14 @@ func (e *env) start() (*State, error) {
 	if err != nil {
 		return nil, err
 	}
-	return New(ctx, Options{NodeName: node, Inventory: &e.inv, Store: store, CDI: w, TimeSlicer: e.setter, BootID: e.bootID, Hook: e.hook})
+	var slicer timeslice.Setter = e.setter
+	if e.slicer != nil {
+		slicer = e.slicer
+	}
+	return New(ctx, Options{
+		NodeName: node, Inventory: &e.inv, Store: store, CDI: w, TimeSlicer: slicer, BootID: e.bootID, Hook: e.hook,
+		ObserveWrite: func() { e.writes.Add(1) },
+	})
 }
 
 func (e *env) mustStart() *State {

@@ -20,7 +20,9 @@ import (
 )
 
 // Step names the points in Prepare after each side effect. Tests inject a
-// crash at each of them through Options.Hook.
+// crash at each of them through Options.Hook. StepStarted comes after the
+// started record, or where it would be when the batch changes no GPU setting
+// and so writes none.
 type Step string
 
 const (
@@ -49,14 +51,24 @@ type Options struct {
 	CDI        *cdi.Writer
 	TimeSlicer timeslice.Setter
 	BootID     string
-	// Hook, for tests, runs after each Step; nil in production.
+	// Hook, for tests, runs after each Step of a batch; nil in production.
 	Hook func(Step) error
+	// ObserveBatch, if set, is told the number of claims of each batch
+	// (see PrepareAll).
+	ObserveBatch func(claims int)
+	// ObserveWrite, if set, is told of each checkpoint write (one fsync of
+	// the file and one of its directory).
+	ObserveWrite func()
 }
 
 // State holds the prepared claims of one node.
 type State struct {
 	opts Options
-	mu   sync.Mutex
+	// mu serialises batches; whoever holds it runs the queue.
+	mu sync.Mutex
+	// queueMu guards queue, the prepares and unprepares waiting for a batch.
+	queueMu sync.Mutex
+	queue   []*op
 	// cp is the checkpoint as of the last lock: valid only while mu and the
 	// checkpoint lock are held.
 	cp     *checkpoint.Checkpoint
@@ -87,19 +99,28 @@ func (s *State) lock(ctx context.Context) (unlock func(), err error) {
 		s.mu.Unlock()
 		return nil, ErrClosed
 	}
-	unlockFile, err := s.opts.Store.Lock(ctx)
+	unlockFile, err := s.loadLocked(ctx)
 	if err != nil {
 		s.mu.Unlock()
+		return nil, err
+	}
+	return func() { unlockFile(); s.mu.Unlock() }, nil
+}
+
+// loadLocked, with s.mu held, takes the checkpoint lock and reloads the
+// checkpoint into s.cp. On an error the checkpoint lock is not held.
+func (s *State) loadLocked(ctx context.Context) (unlockFile func(), err error) {
+	unlockFile, err = s.opts.Store.Lock(ctx)
+	if err != nil {
 		return nil, err
 	}
 	cp, err := s.opts.Store.Load(s.opts.BootID)
 	if err != nil {
 		unlockFile()
-		s.mu.Unlock()
 		return nil, err
 	}
 	s.cp = cp
-	return func() { unlockFile(); s.mu.Unlock() }, nil
+	return unlockFile, nil
 }
 
 // New loads the checkpoint and recovers from whatever the last process left
@@ -124,27 +145,51 @@ func New(ctx context.Context, opts Options) (*State, error) {
 		cp.BootID = opts.BootID
 		cp.TimeSlices = map[string]string{}
 	}
-	for uid, c := range cp.Claims {
-		switch c.State {
-		case checkpoint.PrepareStarted:
-			logger.Info("Rolling back a claim whose prepare did not complete", "claim", klog.KRef(c.Namespace, c.Name), "claimUID", uid)
-			if err := opts.CDI.Remove(uid); err != nil {
-				return nil, err
-			}
-			delete(cp.Claims, uid)
-		case checkpoint.PrepareCompleted:
-			if !opts.CDI.Exists(uid) {
-				logger.Info("Rebuilding missing CDI spec", "claim", klog.KRef(c.Namespace, c.Name), "claimUID", uid)
-				if err := opts.CDI.Write(uid, cdiDevices(c.Devices)); err != nil {
-					return nil, err
-				}
-			}
-		}
+	if err := recoverClaims(ctx, opts, cp); err != nil {
+		return nil, err
 	}
 	if err := opts.Store.Save(cp); err != nil {
 		return nil, err
 	}
 	return s, nil
+}
+
+// recoverClaims makes the CDI directory agree with the checkpoint: claims
+// that never completed leave the checkpoint, a CDI spec of a claim that is
+// not recorded as completed is removed (a prepare records a claim as started
+// only when it changes a GPU setting, so a spec may be the only trace of a
+// prepare that died), and a completed claim's missing spec is rebuilt.
+func recoverClaims(ctx context.Context, opts Options, cp *checkpoint.Checkpoint) error {
+	logger := klog.FromContext(ctx)
+	for uid, c := range cp.Claims {
+		if c.State == checkpoint.PrepareCompleted {
+			continue
+		}
+		logger.Info("Rolling back a claim whose prepare did not complete", "claim", klog.KRef(c.Namespace, c.Name), "claimUID", uid)
+		delete(cp.Claims, uid)
+	}
+	specs, err := opts.CDI.Claims()
+	if err != nil {
+		return err
+	}
+	for _, uid := range specs {
+		if _, ok := cp.Claims[uid]; ok {
+			continue
+		}
+		logger.Info("Removing the CDI spec of a claim that is not prepared", "claimUID", uid)
+		if err := opts.CDI.Remove(uid); err != nil {
+			return err
+		}
+	}
+	for uid, c := range cp.Claims {
+		if !opts.CDI.Exists(uid) {
+			logger.Info("Rebuilding missing CDI spec", "claim", klog.KRef(c.Namespace, c.Name), "claimUID", uid)
+			if err := opts.CDI.Write(uid, cdiDevices(c.Devices)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // cdiDevices are the claim's GPUs for its CDI spec, each once: two requests
@@ -160,6 +205,17 @@ func cdiDevices(devs []checkpoint.Device) []cdi.Device {
 		out = append(out, cdi.Device{Name: d.Device, UUID: d.UUID, Minor: d.Minor})
 	}
 	return out
+}
+
+// save writes s.cp.
+func (s *State) save() error {
+	if err := s.opts.Store.Save(s.cp); err != nil {
+		return err
+	}
+	if s.opts.ObserveWrite != nil {
+		s.opts.ObserveWrite()
+	}
+	return nil
 }
 
 func (s *State) hook(step Step) error {
