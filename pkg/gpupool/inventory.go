@@ -58,3 +58,11 @@ func SnapshotInventory(ctx context.Context, dra fwk.SharedDRAManager, views *Sli
 	}
 	return &Inventory{Slices: views.Get(slices), Allocated: allocated, State: *state}, nil
 }
+
+// DeviceOf is nd of node as the inventory knows it: whether it is allocated
+// (or being allocated) and what claims consume of it, enough for FreeFor and
+// for matching, without the claims' holders, which only the pool
+// (CycleSnapshot) lists every claim to find.
+func (inv *Inventory) DeviceOf(node string, nd NodeDevice) Device {
+	return Device{ID: nd.ID, Node: node, Device: nd.Device, Allocated: inv.Allocated.Has(nd.ID), Consumed: inv.State.AggregatedCapacity[nd.ID]}
+}

@@ -96,8 +96,10 @@ func deviceRange(names []string) string {
 }
 
 // passedOver counts, for every tier preferred to one the placement
-// granted, its matching and free GPUs in the cycle's pool, so the event
-// says why that tier was not taken. A placement on first tiers costs nothing.
+// granted, its matching and free GPUs in the cycle's inventory, so the event
+// says why that tier was not taken. A placement on first tiers costs nothing;
+// one on a fallback tier costs a scan of the inventory per passed-over tier
+// (matches are cached), not a pool build, which lists every claim.
 func (pl *Tiering) passedOver(ctx context.Context, cs fwk.CycleState, s *preFilterState, p *placement) []string {
 	granted := map[string]int{} // request name -> granted tier
 	for _, g := range p.devices {
@@ -105,17 +107,17 @@ func (pl *Tiering) passedOver(ctx context.Context, cs fwk.CycleState, s *preFilt
 		granted[req] = g.tier
 	}
 	var out []string
-	var pool *gpupool.Pool
+	var inv *gpupool.Inventory
 	for _, r := range s.requests {
 		for ti := 0; ti < granted[r.Name] && ti < len(r.Tiers); ti++ {
-			if pool == nil {
+			if inv == nil {
 				var err error
-				if pool, err = gpupool.CycleSnapshot(ctx, cs, pl.dra, &pl.caches.Slices); err != nil {
+				if inv, err = gpupool.CycleInventory(ctx, cs, pl.dra, &pl.caches.Slices); err != nil {
 					klog.FromContext(ctx).V(3).Info("Could not count passed-over tiers", "err", err)
 					return nil
 				}
 			}
-			out = append(out, pl.tierFree(ctx, pool, r.Tiers[ti]))
+			out = append(out, pl.tierFree(ctx, inv, r.Tiers[ti]))
 		}
 	}
 	return out
@@ -123,15 +125,17 @@ func (pl *Tiering) passedOver(ctx context.Context, cs fwk.CycleState, s *preFilt
 
 // tierFree renders "H100 tier: 0 of 8 free", adding where the free ones
 // are when they would have sufficed in number but not on one node.
-func (pl *Tiering) tierFree(ctx context.Context, pool *gpupool.Pool, tier gpupool.Tier) string {
+func (pl *Tiering) tierFree(ctx context.Context, inv *gpupool.Inventory, tier gpupool.Tier) string {
 	m, err := pl.matcherFor(tier)
 	if err != nil {
 		return fmt.Sprintf("%s tier: device class %s not found", tier.Name, tier.Class)
 	}
 	name, matching, free, block := tier.Name, 0, 0, 0
-	for _, node := range pool.Nodes {
+	for _, node := range inv.Nodes {
 		var c deviceCounts
-		for _, d := range pool.ByNode[node] {
+		for _, nd := range inv.ByNode[node] {
+			dev := inv.DeviceOf(node, nd)
+			d := &dev
 			if !m.Matches(ctx, d) {
 				continue
 			}
