@@ -46,7 +46,7 @@ func (pl *Reservation) Filter(ctx context.Context, cs fwk.CycleState, pod *v1.Po
 		return nil
 	}
 	u := pl.usage(ctx, s.res, s.claimUIDs())
-	if msg, ok := pl.refused.get(pod.UID, u.memoryMiB.String()); ok {
+	if msg, ok := pl.refused.Get(pod.UID, s.res.Namespace+"/"+s.res.Name, u.memoryMiB.String()); ok {
 		pl.metrics.refusals.WithLabelValues(ReasonOvercommitted).Inc()
 		return unresolvable(ctx, pod, ReasonOvercommitted, "%s", msg)
 	}
@@ -164,7 +164,7 @@ func (pl *Reservation) Reserve(ctx context.Context, cs fwk.CycleState, pod *v1.P
 			msg := fmt.Sprintf("GPUReservation %s/%s budget is %d MiB per GPU; the allocator chose %s for this pod (member %s), where claims hold %d MiB in %d claim(s) and this pod asks %d MiB: %d > %d. "+
 				"The allocator picks a GPU by its free memory, not by the budget: pin the member's claim to a held GPU with room (a selector on its uuid) or wait for members to leave",
 				s.res.Namespace, s.res.Name, budget, g, s.member, u.memoryMiB[g], u.claims[g], mine[g], total, budget)
-			pl.refused.add(pod.UID, u.memoryMiB.String(), msg)
+			pl.refused.Add(ctx, pod, s.res.Namespace+"/"+s.res.Name, u.memoryMiB.String(), msg)
 			pl.metrics.refusals.WithLabelValues(ReasonOvercommitted).Inc()
 			return unresolvable(ctx, pod, ReasonOvercommitted, "%s", msg)
 		}
@@ -192,7 +192,7 @@ func (pl *Reservation) Unreserve(context.Context, fwk.CycleState, *v1.Pod, strin
 
 // PostBind counts the admitted member and forgets any earlier refusal.
 func (pl *Reservation) PostBind(_ context.Context, cs fwk.CycleState, pod *v1.Pod, _ string) {
-	pl.refused.forget(pod.UID)
+	pl.refused.Forget(pod.UID)
 	if s, _ := getPreFilterState(cs); s != nil {
 		pl.metrics.admitted.WithLabelValues(s.res.Namespace).Inc()
 	}

@@ -20,6 +20,7 @@ import (
 
 	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
 	rotav1 "github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
+	"github.com/rota-dev/rota/pkg/plugins/refusalmemo"
 	rsv "github.com/rota-dev/rota/pkg/reservation"
 )
 
@@ -106,7 +107,7 @@ func (w world) plugin(t *testing.T) *Reservation {
 		reservations: cache.NewGenericLister(resIdx, rotav1.GPUReservationsResource.GroupResource()),
 		synced:       func() bool { return true },
 		metrics:      newMetrics(),
-		refused:      newRefusals(),
+		refused:      refusalmemo.New(nil),
 	}
 }
 

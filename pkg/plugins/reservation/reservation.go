@@ -35,6 +35,7 @@ import (
 
 	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
 	rotav1 "github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
+	"github.com/rota-dev/rota/pkg/plugins/refusalmemo"
 	rsv "github.com/rota-dev/rota/pkg/reservation"
 	"github.com/rota-dev/rota/pkg/waits"
 )
@@ -72,7 +73,7 @@ type Reservation struct {
 	// refused remembers, per pod, a refusal Reserve made on the devices the
 	// allocator actually chose, so that the next attempt is refused in
 	// Filter (and explained) while nothing it depends on has changed.
-	refused *refusals
+	refused *refusalmemo.Memo
 }
 
 // New builds the plugin. Reservations (and LeaderWorkerSets, where the
@@ -109,7 +110,7 @@ func New(ctx context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error
 		reservations: inf.Lister(),
 		synced:       inf.Informer().HasSynced,
 		metrics:      registerMetrics(),
-		refused:      newRefusals(),
+		refused:      refusalmemo.New(h),
 	}
 	factory.Start(ctx.Done())
 	klog.FromContext(ctx).V(2).Info("Reservation plugin configured", "leaderWorkerSets", owners.LeaderWorkerSets != nil)
