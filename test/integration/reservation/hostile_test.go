@@ -139,7 +139,7 @@ func TestForgedMembershipIsRefused(t *testing.T) {
 			want: "md-a-forged names controller Deployment md-a (uid 0badc0de-0000-0000-0000-000000000000), but the Deployment of that name has another UID",
 		},
 		"member ReplicaSet in another API group": {
-			pod: forged("rs-group", rs.Spec.Selector.MatchLabels, []metav1.OwnerReference{{APIVersion: "evil.example.com/v1", Kind: "ReplicaSet", Name: rs.Name, UID: rs.UID, Controller: ptr.To(true)}}),
+			pod:  forged("rs-group", rs.Spec.Selector.MatchLabels, []metav1.OwnerReference{{APIVersion: "evil.example.com/v1", Kind: "ReplicaSet", Name: rs.Name, UID: rs.UID, Controller: ptr.To(true)}}),
 			want: "Rota resolves only",
 		},
 		"member labels without a controller": {
