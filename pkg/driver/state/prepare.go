@@ -32,7 +32,7 @@ func (s *State) Prepare(ctx context.Context, claim *resourceapi.ResourceClaim) (
 
 	if c, ok := s.cp.Claims[uid]; ok && c.State == checkpoint.PrepareCompleted {
 		if !s.opts.CDI.Exists(uid) {
-			if err := s.opts.CDI.Write(uid, cdiDevices(c.Devices)); err != nil {
+			if err := s.opts.CDI.Write(uid, cdiDevices(s.opts.Inventory, c.Devices)); err != nil {
 				return nil, err
 			}
 		}
@@ -99,7 +99,7 @@ func (s *State) prepare(ctx context.Context, claim *resourceapi.ResourceClaim, d
 	if err := step(StepTimeSlice); err != nil {
 		return err
 	}
-	if err := s.opts.CDI.Write(uid, cdiDevices(devices)); err != nil {
+	if err := s.opts.CDI.Write(uid, cdiDevices(s.opts.Inventory, devices)); err != nil {
 		return err
 	}
 	if err := step(StepCDI); err != nil {
