@@ -61,6 +61,7 @@ const (
 	ReasonNotTolerated  = waits.RefusalNotTolerated
 	ReasonNoMemory      = "ReservationMemoryMissing"
 	ReasonNotHeld       = "ReservationNotHeld"
+	ReasonArgsConflict  = waits.RefusalArgsConflict
 )
 
 // Reservation is the plugin.
@@ -311,6 +312,9 @@ func (pl *Reservation) admitMember(ctx context.Context, pod *v1.Pod, claims []*r
 		pl.metrics.refusals.WithLabelValues(ReasonOvercommitted).Inc()
 		return nil, unresolvable(ctx, pod, ReasonOvercommitted,
 			"pod asks %d MiB but GPUReservation %s/%s allows %d MiB per GPU (%s)", t.memoryMiB, res.Namespace, res.Name, res.Status.BudgetMiBPerGPU, t.label)
+	}
+	if st := pl.checkArgs(ctx, pod, res, member, demand); st != nil {
+		return nil, st
 	}
 	if s.timeSliced {
 		s.demand = demand

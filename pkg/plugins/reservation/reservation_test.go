@@ -96,6 +96,20 @@ func TestPreFilterAndFilter(t *testing.T) {
 			world: with(base(), claim("team-a", "huge", "team-a.serving", 140000)), pod: pod("team-a", "a-8", "md-a", "huge", ""),
 			wantCode: fwk.UnschedulableAndUnresolvable, wantMsg: []string{"ReservationOvercommitted", "pod asks 140000 MiB but GPUReservation team-a/serving allows 136582 MiB per GPU"},
 		},
+		"a member whose vLLM takes more than its budget is refused with both numbers": {
+			world: base(), pod: withContainer(pod("team-a", "a-9", "md-a", "a", ""), "vllm/vllm-openai", "--model", "m", "--gpu-memory-utilization", "0.9"),
+			wantCode: fwk.UnschedulableAndUnresolvable,
+			wantMsg: []string{"ReservationArgsConflict: container main runs vLLM with --gpu-memory-utilization 0.9, 129393 MiB of the 143771 MiB GPU",
+				"may use 40960 MiB of it (memoryMiB), 0.2848 of the GPU", "--gpu-memory-utilization 0.2848 or less"},
+		},
+		"vLLM's default counts when the flag is absent": {
+			world: base(), pod: withContainer(pod("team-a", "a-9", "md-a", "a", ""), "vllm/vllm-openai", "--model", "m"),
+			wantCode: fwk.UnschedulableAndUnresolvable, wantMsg: []string{"ReservationArgsConflict", "0.9 (vLLM's default: the flag is not given)"},
+		},
+		"a member whose vLLM keeps within its budget is admitted": {
+			world: base(), pod: withContainer(pod("team-a", "a-9", "md-a", "a", ""), "vllm/vllm-openai", "--gpu-memory-utilization=0.2848"),
+			wantNodes: []string{"n1"},
+		},
 		"forged labels do not make a member": {
 			world: base(), pod: func() *v1.Pod {
 				p := pod("team-a", "f", "", "a", "")
@@ -193,6 +207,12 @@ func TestPreFilterAndFilter(t *testing.T) {
 			checkMessage(t, fst, tc.wantMsg)
 		})
 	}
+}
+
+// withContainer gives p a container "main" of image with args.
+func withContainer(p *v1.Pod, image string, args ...string) *v1.Pod {
+	p.Spec.Containers = append(p.Spec.Containers, v1.Container{Name: "main", Image: image, Args: args})
+	return p
 }
 
 func nodeN1() fwk.NodeInfo {

@@ -234,4 +234,14 @@ func TestBudgetIsPerDevicePerGPU(t *testing.T) {
 		msg := cp.WaitForWaiting(t, tenant, second.Name, string(waits.ReservationOvercommitted), "asks 2 × 20000 MiB", "which no choice of held GPUs fits")
 		t.Logf("refused: %s", msg)
 	})
+	t.Run("a member whose vLLM would take more than its memoryMiB", func(t *testing.T) {
+		// 40000 MiB of an H200 is 0.2782 of it; vLLM is told 0.9.
+		p := framework.ReplicaPod(rs, "g-vllm", schedulerName, "either-40g")
+		p.Spec.Containers[0].Image = "vllm/vllm-openai:v0.11.0"
+		p.Spec.Containers[0].Args = []string{"--model", "m", "--gpu-memory-utilization", "0.9"}
+		cp.Create(t, p)
+		msg := cp.WaitForWaiting(t, tenant, p.Name, string(waits.ReservationOvercommitted),
+			"ReservationArgsConflict", "--gpu-memory-utilization 0.9", "may use 40000 MiB of it (memoryMiB), 0.2782 of the GPU")
+		t.Logf("refused: %s", msg)
+	})
 }
