@@ -160,8 +160,15 @@ func (o *Owners) viaStatefulSet(pod *v1.Pod, ref *metav1.OwnerReference, leaderO
 			return w, nil
 		}
 		w, err := o.podWorkload(leader, true)
-		if err != nil || w.Kind == "" {
-			return w, err
+		if err != nil {
+			return Workload{}, err
+		}
+		if w.Kind == "" {
+			why := w.Unverified
+			if why == "" {
+				why = "it has no controller"
+			}
+			return Workload{Unverified: fmt.Sprintf("StatefulSet %s is controlled by pod %s, which is not a LeaderWorkerSet group's leader: %s", sts.Name, leader.Name, why)}, nil
 		}
 		if sts.Labels[rotav1.LeaderWorkerSetNameLabel] != w.Name {
 			return Workload{Unverified: fmt.Sprintf("StatefulSet %s is controlled by leader pod %s of %s but is not labelled %s=%s",

@@ -79,6 +79,13 @@ func testOwners(t *testing.T, lwsSynced bool) *Owners {
 		Spec:       appsv1.StatefulSetSpec{Selector: selector("x")},
 	}
 	forgedSTS.Labels = lwsLabels
+	// A tenant's pod with no controller, and a StatefulSet it "leads".
+	loose := &v1.Pod{ObjectMeta: meta("loose", "loose-uid", "", nil)}
+	looseSTS := &appsv1.StatefulSet{
+		ObjectMeta: meta("loose-workers", "loose-sts-uid", "", controllerRef("v1", "Pod", "loose", "loose-uid")),
+		Spec:       appsv1.StatefulSetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"role": "worker"}}},
+	}
+	looseSTS.Labels = lwsLabels
 	o := &Owners{
 		ReplicaSets: appslisters.NewReplicaSetLister(indexer(t,
 			&appsv1.ReplicaSet{ObjectMeta: meta("web-7d9", "rs-uid", "web", controllerRef("apps/v1", "Deployment", "web", "dep-uid")), Spec: appsv1.ReplicaSetSpec{Selector: selector("web")}},
@@ -92,10 +99,10 @@ func testOwners(t *testing.T, lwsSynced bool) *Owners {
 			&appsv1.Deployment{ObjectMeta: meta("web", "dep-uid", "", nil), Spec: appsv1.DeploymentSpec{Selector: selector("web")}})),
 		StatefulSets: appslisters.NewStatefulSetLister(indexer(t,
 			&appsv1.StatefulSet{ObjectMeta: meta("db", "sts-uid", "", nil), Spec: appsv1.StatefulSetSpec{Selector: selector("db")}},
-			leaderSTS, workerSTS, forgedSTS)),
+			leaderSTS, workerSTS, forgedSTS, looseSTS)),
 		Jobs: batchlisters.NewJobLister(indexer(t,
 			&batchv1.Job{ObjectMeta: meta("train", "job-uid", "", nil), Spec: batchv1.JobSpec{Selector: selector("train")}})),
-		Pods:                   corelisters.NewPodLister(indexer(t, leader)),
+		Pods:                   corelisters.NewPodLister(indexer(t, leader, loose)),
 		LeaderWorkerSets:       cache.NewGenericLister(indexer(t, lws), rotav1.LeaderWorkerSetsResource.GroupResource()),
 		LeaderWorkerSetsSynced: func() bool { return lwsSynced },
 	}
@@ -161,6 +168,10 @@ func TestWorkloadOf(t *testing.T) {
 		"tenant StatefulSet claiming the LeaderWorkerSet with a forged UID": {
 			pod:            pod("x", controllerRef("apps/v1", "StatefulSet", "fake-llm", "fake-sts-uid")),
 			wantUnverified: "fake-llm names controller LeaderWorkerSet llm (uid forged), but the LeaderWorkerSet of that name has another UID",
+		},
+		"workers of a StatefulSet controlled by a pod that leads no LeaderWorkerSet": {
+			pod:            withLabels(pod("", controllerRef("apps/v1", "StatefulSet", "loose-workers", "loose-sts-uid")), map[string]string{"role": "worker"}),
+			wantUnverified: "StatefulSet loose-workers is controlled by pod loose, which is not a LeaderWorkerSet group's leader: it has no controller",
 		},
 		"labels do not make a member": {pod: withLabels(pod("web", nil), map[string]string{"app": "web", "rota.dev/member": "web"}), want: Workload{}},
 		"non-controller owner is not followed": {
