@@ -66,8 +66,11 @@ func (c Charges) String() string {
 // devices are charged as if it named no memoryMiB: the charges are always
 // usable.
 func AllocationCharges(claim *resourceapi.ResourceClaim, alloc *resourceapi.AllocationResult, held map[HeldGPU]int64) (Charges, error) {
-	mem, err := AllocationMemoryOf(claim, alloc)
 	out := Charges{}
+	if !onHeld(alloc, held) {
+		return out, nil // most claims: nothing to decode
+	}
+	mem, err := AllocationMemoryOf(claim, alloc)
 	for _, r := range alloc.Devices.Results {
 		g := HeldGPU{r.Pool, r.Device}
 		whole, ok := held[g]
@@ -85,4 +88,15 @@ func AllocationCharges(claim *resourceapi.ResourceClaim, alloc *resourceapi.Allo
 		}
 	}
 	return out, err
+}
+
+// onHeld reports whether alloc has a device of driver gpu.rota.dev on a
+// held GPU.
+func onHeld(alloc *resourceapi.AllocationResult, held map[HeldGPU]int64) bool {
+	for _, r := range alloc.Devices.Results {
+		if _, ok := held[HeldGPU{r.Pool, r.Device}]; ok && r.Driver == gpuv1.DriverName {
+			return true
+		}
+	}
+	return false
 }

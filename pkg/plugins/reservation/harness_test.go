@@ -64,7 +64,7 @@ type world struct {
 	pending      pendingAllocations
 }
 
-func (w world) plugin(t *testing.T) *Reservation {
+func (w world) plugin(t testing.TB) *Reservation {
 	t.Helper()
 	resIdx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	for _, r := range w.reservations {
