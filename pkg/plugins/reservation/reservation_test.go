@@ -1,12 +1,15 @@
 package reservation
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2/ktesting"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
@@ -343,5 +346,62 @@ func TestIsSchedulableAfterPodDeleted(t *testing.T) {
 				t.Errorf("hint (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+func TestIsSchedulableAfterOwnerChange(t *testing.T) {
+	logger, _ := ktesting.NewTestContext(t)
+	waiting := pod("team-a", "a-0", "md-a", "a", "")
+	tests := map[string]struct {
+		obj  any
+		want fwk.QueueingHint
+	}{
+		"a ReplicaSet of the pod's namespace": {obj: replicaSet("team-a", "md-a"), want: fwk.Queue},
+		"an unstructured workload of the namespace (dynamic informer)": {
+			obj: func() any {
+				u := &unstructured.Unstructured{}
+				u.SetNamespace("team-a")
+				u.SetName("llm")
+				return u
+			}(), want: fwk.Queue,
+		},
+		"another namespace's": {obj: replicaSet("team-b", "md-a"), want: fwk.QueueSkip},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got, err := isSchedulableAfterOwnerChange(logger, waiting, nil, tc.obj)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("hint (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// Owners' events are registered so that a pod tried before its owner
+// reached the scheduler's informer is tried again; LeaderWorkerSets only
+// where the API is served.
+func TestEventsToRegisterOwners(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	pl := world{}.plugin(t)
+	resources := func() []fwk.EventResource {
+		evs, err := pl.EventsToRegister(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []fwk.EventResource
+		for _, e := range evs {
+			out = append(out, e.Event.Resource)
+		}
+		return out
+	}
+	if got := resources(); slices.Contains(got, lwsEventResource) || !slices.Contains(got, "statefulsets.v1.apps") {
+		t.Errorf("without the LeaderWorkerSet API: %v", got)
+	}
+	pl.owners.LeaderWorkerSets = cache.NewGenericLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{}), rotav1.LeaderWorkerSetsResource.GroupResource())
+	if got := resources(); !slices.Contains(got, lwsEventResource) {
+		t.Errorf("with the LeaderWorkerSet API: %v", got)
 	}
 }
