@@ -64,3 +64,9 @@ const (
 	RefusalNotMember    = "ReservationNotMember"
 	RefusalNotTolerated = "ReservationNotTolerated"
 )
+
+// RefusalArgsConflict starts the Reservation plugin's refusal of a member
+// whose container arguments ask for more GPU memory than its budget
+// (vLLM's --gpu-memory-utilization). The pod waits with
+// ReservationOvercommitted: that is what it would do to the reservation.
+const RefusalArgsConflict = "ReservationArgsConflict"

@@ -12,6 +12,7 @@ import (
 	"k8s.io/component-base/metrics"
 	"k8s.io/utils/clock"
 
+	rotav1 "github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
 	reservationcontroller "github.com/rota-dev/rota/pkg/reservation/controller"
 	schedulecontroller "github.com/rota-dev/rota/pkg/schedule/controller"
 )
@@ -72,8 +73,14 @@ func newDeployScheduleController(d deps) (runnable, error) {
 }
 
 func newGPUReservationController(d deps) (runnable, error) {
+	inf := reservationcontroller.NewInformers(d.Factory, d.DynFactory)
+	// Pods of a LeaderWorkerSet can be members only where the API is served;
+	// an informer on an API that is not would retry for ever.
+	if _, err := d.Client.Discovery().ServerResourcesForGroupVersion(rotav1.LeaderWorkerSetGroupVersion); err == nil {
+		inf.LeaderWorkerSets = d.DynFactory.ForResource(rotav1.LeaderWorkerSetsResource)
+	}
 	return reservationcontroller.New(reservationcontroller.Options{
 		Client: d.Client, Dynamic: d.Dynamic, Clock: d.Clock, Recorder: d.Recorder, Registry: d.Registry,
-		Informers: reservationcontroller.NewInformers(d.Factory, d.DynFactory),
+		Informers: inf,
 	})
 }

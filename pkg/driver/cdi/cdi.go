@@ -30,6 +30,12 @@ type Device struct {
 	Name  string
 	UUID  string
 	Minor int
+	// MemoryMiB is the VRAM the claim may use on this GPU (its GpuConfig
+	// memoryMiB, summed over the claim's requests on the GPU); nil when
+	// the claim was granted no budget here.
+	MemoryMiB *int64
+	// TotalMiB is the GPU's memory.
+	TotalMiB int64
 }
 
 // Writer writes and removes claim specs in one directory (the runtime's CDI
@@ -69,15 +75,17 @@ func DeviceID(claimUID, deviceName string) string {
 func cdiDeviceName(claimUID, deviceName string) string { return claimUID + "-" + deviceName }
 
 // Spec builds the claim's spec. Every device of the claim sets the same
-// NVIDIA_VISIBLE_DEVICES (all of the claim's UUIDs), so injecting several of
-// them into one container never yields conflicting values.
+// NVIDIA_VISIBLE_DEVICES (all of the claim's UUIDs) and, when every GPU of
+// the claim has a budget, the same ROTA_GPU_MEMORY_BUDGET_MIB and
+// ROTA_GPU_MEMORY_FRACTION (the tightest over its GPUs), so injecting
+// several of them into one container never yields conflicting values.
 func Spec(claimUID string, devices []Device) *cdispec.Spec {
 	uuids := make([]string, 0, len(devices))
 	for _, d := range devices {
 		uuids = append(uuids, d.UUID)
 	}
 	sort.Strings(uuids)
-	visible := "NVIDIA_VISIBLE_DEVICES=" + strings.Join(uuids, ",")
+	env := append([]string{"NVIDIA_VISIBLE_DEVICES=" + strings.Join(uuids, ",")}, budgetEnv(devices)...)
 	spec := &cdispec.Spec{
 		Version: cdispec.CurrentVersion,
 		Kind:    Kind,
@@ -93,12 +101,39 @@ func Spec(claimUID string, devices []Device) *cdispec.Spec {
 		spec.Devices = append(spec.Devices, cdispec.Device{
 			Name: cdiDeviceName(claimUID, d.Name),
 			ContainerEdits: cdispec.ContainerEdits{
-				Env:         []string{visible},
+				Env:         env,
 				DeviceNodes: []*cdispec.DeviceNode{{Path: fmt.Sprintf("/dev/nvidia%d", d.Minor)}},
 			},
 		})
 	}
 	return spec
+}
+
+// budgetEnv is the granted budget for the container: the smallest
+// budget over the claim's GPUs, in MiB and as a fraction of that GPU's
+// memory (the smallest fraction over its GPUs). A time-sliced GPU has no
+// hardware memory cap; these say how much the workload may take. Nothing
+// is set unless every GPU of the claim has a budget.
+func budgetEnv(devices []Device) []string {
+	if len(devices) == 0 {
+		return nil
+	}
+	var mib, frac int64 = -1, -1
+	for _, d := range devices {
+		if d.MemoryMiB == nil || d.TotalMiB <= 0 {
+			return nil
+		}
+		if mib < 0 || *d.MemoryMiB < mib {
+			mib = *d.MemoryMiB
+		}
+		if f := gpuv1.MemoryFractionTenThousandths(*d.MemoryMiB, d.TotalMiB); frac < 0 || f < frac {
+			frac = f
+		}
+	}
+	return []string{
+		fmt.Sprintf("%s=%d", gpuv1.EnvMemoryBudgetMiB, mib),
+		fmt.Sprintf("%s=%d.%04d", gpuv1.EnvMemoryFraction, frac/10000, frac%10000),
+	}
 }
 
 // Write writes (or replaces) the claim's spec atomically.

@@ -65,3 +65,36 @@ func TestWriteAndRemove(t *testing.T) {
 		t.Errorf("second Remove: %v", err)
 	}
 }
+
+// A claim granted a budget on every GPU tells its containers the tightest
+// one; a claim without a budget on some GPU says nothing.
+func TestSpecBudgetEnv(t *testing.T) {
+	mib := func(n int64) *int64 { return &n }
+	tests := map[string]struct {
+		devices []Device
+		want    []string
+	}{
+		"one H200, 40960 MiB": {
+			devices: []Device{{Name: "gpu-0", UUID: "GPU-a", MemoryMiB: mib(40960), TotalMiB: 143771}},
+			want:    []string{"NVIDIA_VISIBLE_DEVICES=GPU-a", "ROTA_GPU_MEMORY_BUDGET_MIB=40960", "ROTA_GPU_MEMORY_FRACTION=0.2848"},
+		},
+		"two GPUs: the tightest": {
+			devices: []Device{{Name: "gpu-0", UUID: "GPU-a", MemoryMiB: mib(40960), TotalMiB: 143771}, {Name: "gpu-1", UUID: "GPU-b", MemoryMiB: mib(20000), TotalMiB: 81559}},
+			want:    []string{"NVIDIA_VISIBLE_DEVICES=GPU-a,GPU-b", "ROTA_GPU_MEMORY_BUDGET_MIB=20000", "ROTA_GPU_MEMORY_FRACTION=0.2452"},
+		},
+		"a GPU without budget": {
+			devices: []Device{{Name: "gpu-0", UUID: "GPU-a", MemoryMiB: mib(40960), TotalMiB: 143771}, {Name: "gpu-1", UUID: "GPU-b", TotalMiB: 143771}},
+			want:    []string{"NVIDIA_VISIBLE_DEVICES=GPU-a,GPU-b"},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			spec := Spec("uid", tc.devices)
+			for _, d := range spec.Devices {
+				if diff := cmp.Diff(tc.want, d.ContainerEdits.Env); diff != "" {
+					t.Errorf("device %s env (-want +got):\n%s", d.Name, diff)
+				}
+			}
+		})
+	}
+}

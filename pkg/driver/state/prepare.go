@@ -66,7 +66,7 @@ func (s *State) prepareBatch(ctx context.Context, ops []*op) {
 		return
 	}
 	for _, p := range live(started) {
-		if err := s.opts.CDI.Write(p.op.uid, cdiDevices(p.devices)); err != nil {
+		if err := s.opts.CDI.Write(p.op.uid, cdiDevices(s.opts.Inventory, p.devices)); err != nil {
 			p.err = err
 		}
 	}
@@ -117,7 +117,7 @@ func (s *State) recordStarted(ops []*op) (started []*pending, changing bool) {
 // finishPrepared answers a prepare of a claim that is already prepared.
 func (s *State) finishPrepared(o *op, c checkpoint.Claim) {
 	if !s.opts.CDI.Exists(o.uid) {
-		if err := s.opts.CDI.Write(o.uid, cdiDevices(c.Devices)); err != nil {
+		if err := s.opts.CDI.Write(o.uid, cdiDevices(s.opts.Inventory, c.Devices)); err != nil {
 			o.finish(nil, err)
 			return
 		}

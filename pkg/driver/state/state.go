@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 
 	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
 	"github.com/rota-dev/rota/pkg/driver/cdi"
@@ -184,7 +185,7 @@ func recoverClaims(ctx context.Context, opts Options, cp *checkpoint.Checkpoint)
 	for uid, c := range cp.Claims {
 		if !opts.CDI.Exists(uid) {
 			logger.Info("Rebuilding missing CDI spec", "claim", klog.KRef(c.Namespace, c.Name), "claimUID", uid)
-			if err := opts.CDI.Write(uid, cdiDevices(c.Devices)); err != nil {
+			if err := opts.CDI.Write(uid, cdiDevices(opts.Inventory, c.Devices)); err != nil {
 				return err
 			}
 		}
@@ -193,16 +194,31 @@ func recoverClaims(ctx context.Context, opts Options, cp *checkpoint.Checkpoint)
 }
 
 // cdiDevices are the claim's GPUs for its CDI spec, each once: two requests
-// of a claim may share one GPU, which is still one CDI device.
-func cdiDevices(devs []checkpoint.Device) []cdi.Device {
+// of a claim may share one GPU, which is still one CDI device, whose budget
+// is the sum of theirs (none if either has none). The GPU's memory comes
+// from the inventory.
+func cdiDevices(inv *gpu.Inventory, devs []checkpoint.Device) []cdi.Device {
 	out := make([]cdi.Device, 0, len(devs))
-	seen := make(map[string]bool, len(devs))
+	index := make(map[string]int, len(devs))
 	for _, d := range devs {
-		if seen[d.Device] {
+		if i, ok := index[d.Device]; ok {
+			if out[i].MemoryMiB == nil || d.MemoryMiB == nil {
+				out[i].MemoryMiB = nil
+			} else {
+				out[i].MemoryMiB = ptr.To(*out[i].MemoryMiB + *d.MemoryMiB)
+			}
 			continue
 		}
-		seen[d.Device] = true
-		out = append(out, cdi.Device{Name: d.Device, UUID: d.UUID, Minor: d.Minor})
+		index[d.Device] = len(out)
+		cd := cdi.Device{Name: d.Device, UUID: d.UUID, Minor: d.Minor, MemoryMiB: d.MemoryMiB}
+		if inv != nil {
+			for _, g := range inv.GPUs {
+				if g.UUID == d.UUID {
+					cd.TotalMiB = int64(g.MemoryBytes >> 20)
+				}
+			}
+		}
+		out = append(out, cd)
 	}
 	return out
 }

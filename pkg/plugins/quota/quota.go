@@ -29,6 +29,7 @@ import (
 
 	"github.com/rota-dev/rota/pkg/gpupool"
 	"github.com/rota-dev/rota/pkg/plugins/cyclestate"
+	"github.com/rota-dev/rota/pkg/plugins/refusalmemo"
 	"github.com/rota-dev/rota/pkg/waits"
 )
 
@@ -59,6 +60,8 @@ type Quota struct {
 	// before their allocation is visible in the claim tracker.
 	mu       sync.Mutex
 	inFlight map[types.UID]charge
+	// refused remembers the allocations Reserve refused, per pod and node.
+	refused *refusalmemo.Memo
 }
 
 // charge is what one claim holds: its namespace and devices per model.
@@ -85,7 +88,7 @@ func Factory(caches *gpupool.Caches) func(context.Context, runtime.Object, fwk.H
 		if dra == nil {
 			return nil, fmt.Errorf("%s needs the scheduler's shared DRA manager (DynamicResourceAllocation disabled?)", Name)
 		}
-		pl := &Quota{dra: dra, args: args, tenants: map[string]*TenantLimits{}, caches: gpupool.CachesOrNew(caches), inFlight: map[types.UID]charge{}}
+		pl := &Quota{dra: dra, args: args, tenants: map[string]*TenantLimits{}, caches: gpupool.CachesOrNew(caches), inFlight: map[types.UID]charge{}, refused: refusalmemo.New(h)}
 		for i := range args.Tenants {
 			pl.tenants[args.Tenants[i].Namespace] = &args.Tenants[i]
 		}
@@ -129,7 +132,10 @@ func (pl *Quota) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, 
 	if err != nil {
 		return nil, fwk.AsStatus(err)
 	}
-	s := &preFilterState{tenant: tenant, pool: pool, requests: requests, usage: pl.usage(pod.Namespace, pool)}
+	pl.mu.Lock()
+	use := pl.usageLocked(pod.Namespace, pool, nil)
+	pl.mu.Unlock()
+	s := &preFilterState{tenant: tenant, pool: pool, requests: requests, usage: use}
 	for _, r := range requests {
 		ms := make([]*gpupool.Matcher, len(r.Tiers))
 		for i, t := range r.Tiers {
@@ -159,14 +165,14 @@ func (pl *Quota) reject(ctx context.Context, pod *v1.Pod, tenant *TenantLimits, 
 	return fwk.NewStatus(code, msg)
 }
 
-// usage counts the devices per model the namespace holds: allocated claims
-// in the tracker and claims reserved in this scheduler but not bound yet.
-func (pl *Quota) usage(namespace string, pool *gpupool.Pool) map[string]int64 {
+// usageLocked counts the devices per model the namespace holds: allocated
+// claims in the tracker and claims reserved in this scheduler but not
+// bound yet, except the claims in skip. pl.mu must be held.
+func (pl *Quota) usageLocked(namespace string, pool *gpupool.Pool, skip sets.Set[types.UID]) map[string]int64 {
 	use := map[string]int64{}
-	pl.mu.Lock()
 	counted := sets.New[types.UID]()
 	for uid, c := range pl.inFlight {
-		if c.namespace != namespace {
+		if c.namespace != namespace || skip.Has(uid) {
 			continue
 		}
 		counted.Insert(uid)
@@ -174,13 +180,12 @@ func (pl *Quota) usage(namespace string, pool *gpupool.Pool) map[string]int64 {
 			use[m] += n
 		}
 	}
-	pl.mu.Unlock()
 	claims, err := pl.dra.ResourceClaims().List()
 	if err != nil {
 		return use
 	}
 	for _, c := range claims {
-		if c.Namespace != namespace || c.Status.Allocation == nil || counted.Has(c.UID) {
+		if c.Namespace != namespace || c.Status.Allocation == nil || counted.Has(c.UID) || skip.Has(c.UID) {
 			continue
 		}
 		for m, n := range pl.chargeOf(c.Status.Allocation, pool) {
@@ -188,6 +193,21 @@ func (pl *Quota) usage(namespace string, pool *gpupool.Pool) map[string]int64 {
 		}
 	}
 	return use
+}
+
+// fingerprint is the state an allocation on node depends on: the tenant's
+// usage and which devices of the node are allocated and how often.
+func (s *preFilterState) fingerprint(node string) string {
+	var b strings.Builder
+	for _, m := range sortedModels(s.usage) {
+		fmt.Fprintf(&b, "%s=%d;", m, s.usage[m])
+	}
+	for _, d := range s.pool.ByNode[node] {
+		if d.Allocated || len(d.Allocations) > 0 {
+			fmt.Fprintf(&b, "%s:%d;", d.ID, len(d.Allocations))
+		}
+	}
+	return b.String()
 }
 
 // chargeOf counts an allocation's devices per model.
@@ -284,6 +304,9 @@ func (pl *Quota) Filter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, ni 
 		return nil // PreFilter skipped the pod
 	}
 	node := ni.Node().Name
+	if msg, ok := pl.refused.Get(pod.UID, node, s.fingerprint(node)); ok {
+		return pl.reject(ctx, pod, s.tenant, msg)
+	}
 	grant, labels := s.wouldGrant(ctx, node, pl.args.ModelAttribute)
 	var over []string
 	for _, model := range sortedModels(grant) {

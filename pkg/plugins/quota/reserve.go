@@ -2,35 +2,83 @@ package quota
 
 import (
 	"context"
+	"fmt"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/rota-dev/rota/pkg/waits"
 )
 
-// Reserve charges the tenant for the devices DynamicResources actually
-// allocated (its pending allocation), so that pods scheduled while this one
-// binds see the usage. It runs after DynamicResources' Reserve.
+// Reserve checks the devices DynamicResources actually allocated (its
+// pending allocation; it runs first) against the tenant's limits and, when
+// they fit, charges them, so that pods scheduled while this one binds see
+// the usage. Filter only predicts the tier the allocator grants (it does
+// not evaluate the claim's constraints), so this is where a limit holds: an
+// allocation that takes the tenant past a limit is refused before the pod
+// binds, and remembered, so that the next attempt is refused on that node
+// in Filter while the node and the tenant's usage stay the same.
 func (pl *Quota) Reserve(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, node string) *fwk.Status {
 	s, err := getState(cs)
 	if err != nil {
 		return nil
 	}
-	pl.mu.Lock()
-	defer pl.mu.Unlock()
+	mine := map[types.UID]charge{}
+	granted := map[string]int64{}
 	for _, r := range s.requests {
 		claim := r.Claim
-		if _, done := pl.inFlight[claim.UID]; done {
+		if _, done := mine[claim.UID]; done {
 			continue
 		}
 		alloc := pl.dra.ResourceClaims().GetPendingAllocation(claim.UID)
 		if alloc == nil {
 			continue
 		}
-		pl.inFlight[claim.UID] = charge{namespace: pod.Namespace, models: pl.chargeOf(alloc, s.pool)}
+		c := charge{namespace: pod.Namespace, models: pl.chargeOf(alloc, s.pool)}
+		mine[claim.UID] = c
+		for m, n := range c.models {
+			granted[m] += n
+		}
 	}
-	klog.FromContext(ctx).V(4).Info("Quota charged", "pod", klog.KObj(pod), "node", node)
+	skip := sets.KeySet(mine)
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	use := pl.usageLocked(pod.Namespace, s.pool, skip)
+	if over := overLimits(s.tenant, use, granted); len(over) > 0 {
+		msg := fmt.Sprintf("%s: on node %s the allocator granted %s; %s", waits.QuotaExceeded, node, describeGrant(granted), strings.Join(over, ", "))
+		pl.refused.Add(ctx, pod, node, s.fingerprint(node), msg)
+		return pl.reject(ctx, pod, s.tenant, msg)
+	}
+	for uid, c := range mine {
+		pl.inFlight[uid] = c
+	}
+	klog.FromContext(ctx).V(4).Info("Quota charged", "pod", klog.KObj(pod), "node", node, "granted", granted)
 	return nil
+}
+
+// overLimits lists, for each limited model of granted that would take the
+// tenant past its limit, what it holds, the limit and the grant.
+func overLimits(t *TenantLimits, use, granted map[string]int64) []string {
+	var over []string
+	for _, m := range sortedModels(granted) {
+		limit, ok := t.Limits[m]
+		if ok && use[m]+granted[m] > limit {
+			over = append(over, fmt.Sprintf("%s holds %d of %d %s and this pod would take %d more: %d > %d", t.Namespace, use[m], limit, m, granted[m], use[m]+granted[m], limit))
+		}
+	}
+	return over
+}
+
+func describeGrant(granted map[string]int64) string {
+	parts := make([]string, 0, len(granted))
+	for _, m := range sortedModels(granted) {
+		parts = append(parts, fmt.Sprintf("%d %s", granted[m], m))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // Unreserve drops the charges Reserve made.
@@ -40,7 +88,8 @@ func (pl *Quota) Unreserve(_ context.Context, cs fwk.CycleState, _ *v1.Pod, _ st
 
 // PostBind drops the in-flight charges: the claims' allocations are in the
 // tracker now and count from there.
-func (pl *Quota) PostBind(_ context.Context, cs fwk.CycleState, _ *v1.Pod, _ string) {
+func (pl *Quota) PostBind(_ context.Context, cs fwk.CycleState, pod *v1.Pod, _ string) {
+	pl.refused.Forget(pod.UID)
 	pl.release(cs)
 }
 

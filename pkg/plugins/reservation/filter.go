@@ -3,11 +3,13 @@ package reservation
 import (
 	"context"
 	"fmt"
+	"sort"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	rotav1 "github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
@@ -16,17 +18,17 @@ import (
 
 var labelsEverything = labels.Everything()
 
-// usage is the VRAM a reservation's members hold or are about to hold.
+// usage is the VRAM charged to each held GPU and by how many claims.
 type usage struct {
-	memoryMiB int64
-	pods      int
+	memoryMiB rsv.Charges
+	claims    map[rsv.HeldGPU]int
 }
 
 // Filter keeps a member on its reservation's node and, for a time-sliced
-// reservation, admits it only while Σ memoryMiB of the members on the node
-// (bound and assumed, as the scheduler cache has them), of the members
-// between Reserve and binding, and of this pod stays within the budget:
-// BudgetMiBPerGPU × the number of GPUs held.
+// reservation, admits it only while each of its devices can get a held GPU
+// whose budget (BudgetMiBPerGPU) still has room for it, given the claims
+// already allocated there, those allocated in this scheduler and not
+// written yet, and the pod's own other devices.
 func (pl *Reservation) Filter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
 	s, err := getPreFilterState(cs)
 	if err != nil {
@@ -43,56 +45,98 @@ func (pl *Reservation) Filter(ctx context.Context, cs fwk.CycleState, pod *v1.Po
 	if !s.timeSliced {
 		return nil
 	}
-	used, err := pl.used(s.res, pod, nodeInfo)
-	if err != nil {
-		return fwk.AsStatus(err)
-	}
-	budget := s.res.Status.BudgetMiBPerGPU * int64(len(s.res.Status.Devices))
-	if used.memoryMiB+s.memoryMiB > budget {
+	u := pl.usage(ctx, s.res, s.claimUIDs())
+	if msg, ok := pl.refused.Get(pod.UID, s.res.Namespace+"/"+s.res.Name, u.memoryMiB.String()); ok {
 		pl.metrics.refusals.WithLabelValues(ReasonOvercommitted).Inc()
+		return unresolvable(ctx, pod, ReasonOvercommitted, "%s", msg)
+	}
+	budget := s.res.Status.BudgetMiBPerGPU
+	free := map[rsv.HeldGPU]int64{}
+	for g, n := range u.memoryMiB {
+		free[g] = budget - n
+	}
+	r, ok := fit(free, s.demand)
+	if ok {
+		return nil
+	}
+	pl.metrics.refusals.WithLabelValues(ReasonOvercommitted).Inc()
+	g := roomiest(free)
+	t := r.tiers[0]
+	if len(r.tiers) == 1 && t.count == 1 && !t.all {
 		return unresolvable(ctx, pod, ReasonOvercommitted,
-			"GPUReservation %s/%s budget is %d MiB (%d GPU(s) × %d MiB); members hold %d MiB in %d pod(s) and this pod (member %s) asks %d MiB: %d > %d",
-			s.res.Namespace, s.res.Name, budget, len(s.res.Status.Devices), s.res.Status.BudgetMiBPerGPU,
-			used.memoryMiB, used.pods, s.member, s.memoryMiB, used.memoryMiB+s.memoryMiB, budget)
+			"GPUReservation %s/%s budget is %d MiB per GPU (%d GPU(s) held); on %s, the held GPU with the most room, claims hold %d MiB in %d claim(s) and this pod (member %s) asks %d MiB: %d > %d",
+			s.res.Namespace, s.res.Name, budget, len(free), g, u.memoryMiB[g], u.claims[g], s.member, t.memoryMiB, u.memoryMiB[g]+t.memoryMiB, budget)
 	}
-	return nil
+	return unresolvable(ctx, pod, ReasonOvercommitted,
+		"GPUReservation %s/%s budget is %d MiB per GPU (%d GPU(s) held); claims hold %s, and this pod (member %s) asks %s for %s, which no choice of held GPUs fits",
+		s.res.Namespace, s.res.Name, budget, len(free), u.memoryMiB, s.member, r.describe(), r.label)
 }
 
-// used sums the memoryMiB of res's members other than pod: those the
-// scheduler cache has on the node (bound or assumed) and those in the
-// ledger that the cache does not show yet.
-func (pl *Reservation) used(res *rotav1.GPUReservation, pod *v1.Pod, nodeInfo fwk.NodeInfo) (usage, error) {
-	var u usage
-	seen := sets.New[types.UID](pod.UID)
-	for _, pi := range nodeInfo.GetPods() {
-		p := pi.GetPod()
-		if p.Namespace != res.Namespace || p.UID == pod.UID || p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed {
-			continue
-		}
-		w, err := rsv.WorkloadOf(p, pl.replicaSets)
-		if err != nil {
-			return usage{}, err
-		}
-		if rsv.MemberName(res, w) == "" {
-			continue
-		}
-		mem, _, err := memoryOf(pl.podClaims(p))
-		if err != nil {
-			return usage{}, err
-		}
-		seen.Insert(p.UID)
-		u.memoryMiB += mem
-		u.pods++
+// roomiest is the held GPU with the most budget left, by name on ties.
+func roomiest(free map[rsv.HeldGPU]int64) rsv.HeldGPU {
+	rooms := make([]gpuRoom, 0, len(free))
+	for g, n := range free {
+		rooms = append(rooms, gpuRoom{g, n})
 	}
-	mem, n := pl.inFlight.others(res.Namespace+"/"+res.Name, seen)
-	u.memoryMiB += mem
-	u.pods += n
-	return u, nil
+	sortRooms(rooms)
+	if len(rooms) == 0 {
+		return rsv.HeldGPU{}
+	}
+	return rooms[0].gpu
 }
 
-// Reserve records the member's VRAM until the binding is done, so that the
-// next pod's Filter counts it even where the cache does not show it.
-func (pl *Reservation) Reserve(_ context.Context, cs fwk.CycleState, pod *v1.Pod, _ string) *fwk.Status {
+// claimUIDs are the UIDs of the pod's claims that this cycle allocates.
+func (s *preFilterState) claimUIDs() sets.Set[types.UID] {
+	out := sets.New[types.UID]()
+	for _, c := range s.claims {
+		out.Insert(c.UID)
+	}
+	return out
+}
+
+// usage sums what every claim allocated on res's held GPUs costs each of
+// them: allocations the claim tracker has (written, or assumed after the
+// API call) and allocations made in this scheduler's Reserve and not
+// written yet (pending), skipping the claims in skip. Every claim counts,
+// member or not, for the budget is memory on the GPU.
+func (pl *Reservation) usage(ctx context.Context, res *rotav1.GPUReservation, skip sets.Set[types.UID]) usage {
+	held := rsv.HeldGPUs(res)
+	u := usage{memoryMiB: rsv.Charges{}, claims: map[rsv.HeldGPU]int{}}
+	for g := range held {
+		u.memoryMiB[g] = 0
+	}
+	claims, err := pl.claims.List()
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Listing claims for the VRAM budget")
+	}
+	for _, c := range claims {
+		if skip.Has(c.UID) {
+			continue
+		}
+		alloc := c.Status.Allocation
+		if alloc == nil {
+			alloc = pl.claims.GetPendingAllocation(c.UID)
+		}
+		if alloc == nil {
+			continue
+		}
+		charges, err := rsv.AllocationCharges(c, alloc, held)
+		if err != nil {
+			klog.FromContext(ctx).V(3).Info("Claim config does not decode; its devices are charged without memoryMiB", "resourceclaim", klog.KObj(c), "err", err)
+		}
+		for g, n := range charges {
+			u.memoryMiB[g] += n
+			u.claims[g]++
+		}
+	}
+	return u
+}
+
+// Reserve checks the devices DynamicResources' Reserve (which runs first)
+// actually chose for the member against each GPU's budget: Filter could
+// only know that some choice fits. A refusal is remembered, so that while
+// the GPUs' usage stays the same the next attempt is refused in Filter.
+func (pl *Reservation) Reserve(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, _ string) *fwk.Status {
 	s, err := getPreFilterState(cs)
 	if err != nil {
 		return fwk.AsStatus(err)
@@ -100,19 +144,55 @@ func (pl *Reservation) Reserve(_ context.Context, cs fwk.CycleState, pod *v1.Pod
 	if s == nil || !s.timeSliced {
 		return nil
 	}
-	pl.inFlight.add(pod.UID, ledgerEntry{reservation: s.res.Namespace + "/" + s.res.Name, memoryMiB: s.memoryMiB})
+	held := rsv.HeldGPUs(s.res)
+	mine := rsv.Charges{}
+	for _, c := range s.claims {
+		alloc := pl.claims.GetPendingAllocation(c.UID)
+		if alloc == nil {
+			continue
+		}
+		charges, err := rsv.AllocationCharges(c, alloc, held)
+		if err != nil {
+			return fwk.AsStatus(err)
+		}
+		mine.Add(charges)
+	}
+	u := pl.usage(ctx, s.res, s.claimUIDs())
+	budget := s.res.Status.BudgetMiBPerGPU
+	for _, g := range sortedGPUs(mine) {
+		if total := u.memoryMiB[g] + mine[g]; total > budget {
+			msg := fmt.Sprintf("GPUReservation %s/%s budget is %d MiB per GPU; the allocator chose %s for this pod (member %s), where claims hold %d MiB in %d claim(s) and this pod asks %d MiB: %d > %d. "+
+				"The allocator picks a GPU by its free memory, not by the budget: pin the member's claim to a held GPU with room (a selector on its uuid) or wait for members to leave",
+				s.res.Namespace, s.res.Name, budget, g, s.member, u.memoryMiB[g], u.claims[g], mine[g], total, budget)
+			pl.refused.Add(ctx, pod, s.res.Namespace+"/"+s.res.Name, u.memoryMiB.String(), msg)
+			pl.metrics.refusals.WithLabelValues(ReasonOvercommitted).Inc()
+			return unresolvable(ctx, pod, ReasonOvercommitted, "%s", msg)
+		}
+	}
 	return nil
 }
 
-// Unreserve forgets the member's VRAM when scheduling or binding failed.
-func (pl *Reservation) Unreserve(_ context.Context, _ fwk.CycleState, pod *v1.Pod, _ string) {
-	pl.inFlight.remove(pod.UID)
+func sortedGPUs(c rsv.Charges) []rsv.HeldGPU {
+	out := make([]rsv.HeldGPU, 0, len(c))
+	for g := range c {
+		out = append(out, g)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Pool != out[j].Pool {
+			return out[i].Pool < out[j].Pool
+		}
+		return out[i].Device < out[j].Device
+	})
+	return out
 }
 
-// PostBind hands the accounting over to the scheduler cache, which shows
-// the bound pod on its node from now on.
+// Unreserve has nothing to undo: the pending allocations Reserve read are
+// DynamicResources' to drop.
+func (pl *Reservation) Unreserve(context.Context, fwk.CycleState, *v1.Pod, string) {}
+
+// PostBind counts the admitted member and forgets any earlier refusal.
 func (pl *Reservation) PostBind(_ context.Context, cs fwk.CycleState, pod *v1.Pod, _ string) {
-	pl.inFlight.remove(pod.UID)
+	pl.refused.Forget(pod.UID)
 	if s, _ := getPreFilterState(cs); s != nil {
 		pl.metrics.admitted.WithLabelValues(s.res.Namespace).Inc()
 	}

@@ -13,32 +13,58 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	appslisters "k8s.io/client-go/listers/apps/v1"
+	batchlisters "k8s.io/client-go/listers/batch/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
 	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
 	rotav1 "github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
+	"github.com/rota-dev/rota/pkg/plugins/refusalmemo"
 	rsv "github.com/rota-dev/rota/pkg/reservation"
 )
 
-// claimMap is the DRA claim tracker of these tests.
+// claimMap is the DRA claim tracker of these tests: claims by
+// namespace/name, and allocations made in Reserve but not written yet.
 type claimMap map[string]*resourceapi.ResourceClaim
 
-func (m claimMap) Get(namespace, name string) (*resourceapi.ResourceClaim, error) {
-	if c, ok := m[namespace+"/"+name]; ok {
+// pendingAllocations are the allocations of claimMap's claims that are
+// pending (keyed by claim UID); tests set them through the world.
+type pendingAllocations map[types.UID]*resourceapi.AllocationResult
+
+type tracker struct {
+	claims  claimMap
+	pending pendingAllocations
+}
+
+func (m tracker) Get(namespace, name string) (*resourceapi.ResourceClaim, error) {
+	if c, ok := m.claims[namespace+"/"+name]; ok {
 		return c, nil
 	}
 	return nil, apierrors.NewNotFound(resourceapi.Resource("resourceclaims"), name)
 }
 
+func (m tracker) List() ([]*resourceapi.ResourceClaim, error) {
+	out := make([]*resourceapi.ResourceClaim, 0, len(m.claims))
+	for _, c := range m.claims {
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+func (m tracker) GetPendingAllocation(uid types.UID) *resourceapi.AllocationResult {
+	return m.pending[uid]
+}
+
 // world is the cluster state a test plugin sees.
 type world struct {
 	reservations []*rotav1.GPUReservation
-	replicaSets  []*appsv1.ReplicaSet
+	deployments  []string // of namespace team-a and team-b, each with its ReplicaSet
 	claims       claimMap
+	pending      pendingAllocations
 }
 
-func (w world) plugin(t *testing.T) *Reservation {
+func (w world) plugin(t testing.TB) *Reservation {
 	t.Helper()
 	resIdx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	for _, r := range w.reservations {
@@ -51,18 +77,37 @@ func (w world) plugin(t *testing.T) *Reservation {
 		}
 	}
 	rsIdx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-	for _, rs := range w.replicaSets {
-		if err := rsIdx.Add(rs); err != nil {
-			t.Fatal(err)
+	depIdx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	for _, ns := range []string{"team-a", "team-b"} {
+		for _, d := range w.deployments {
+			if err := rsIdx.Add(replicaSet(ns, d)); err != nil {
+				t.Fatal(err)
+			}
+			if err := depIdx.Add(&appsv1.Deployment{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: d, UID: types.UID(ns + "-" + d + "-uid")},
+				Spec:       appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": d}}},
+			}); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
+	empty := func() cache.Indexer { return cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{}) }
+	if w.pending == nil {
+		w.pending = pendingAllocations{}
+	}
 	return &Reservation{
-		claims:       w.claims,
-		replicaSets:  appslisters.NewReplicaSetLister(rsIdx),
+		claims: tracker{claims: w.claims, pending: w.pending},
+		owners: &rsv.Owners{
+			ReplicaSets:  appslisters.NewReplicaSetLister(rsIdx),
+			Deployments:  appslisters.NewDeploymentLister(depIdx),
+			StatefulSets: appslisters.NewStatefulSetLister(empty()),
+			Jobs:         batchlisters.NewJobLister(empty()),
+			Pods:         corelisters.NewPodLister(empty()),
+		},
 		reservations: cache.NewGenericLister(resIdx, rotav1.GPUReservationsResource.GroupResource()),
 		synced:       func() bool { return true },
 		metrics:      newMetrics(),
-		inFlight:     newLedger(),
+		refused:      refusalmemo.New(nil),
 	}
 }
 
@@ -83,11 +128,17 @@ func boundReservation(ns, name string, mode rotav1.ReservationMode, deployments 
 	return r
 }
 
+// replicaSet is the ReplicaSet of Deployment ns/deployment, as the
+// deployment controller makes it.
 func replicaSet(ns, deployment string) *appsv1.ReplicaSet {
-	return &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{
-		Namespace: ns, Name: deployment + "-rs", UID: types.UID(deployment + "-rs-uid"),
-		OwnerReferences: []metav1.OwnerReference{{Kind: "Deployment", Name: deployment, Controller: ptr.To(true)}},
-	}}
+	labels := map[string]string{"app": deployment}
+	return &appsv1.ReplicaSet{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: ns, Name: deployment + "-rs", UID: types.UID(ns + "-" + deployment + "-rs-uid"), Labels: labels,
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: deployment, UID: types.UID(ns + "-" + deployment + "-uid"), Controller: ptr.To(true)}},
+		},
+		Spec: appsv1.ReplicaSetSpec{Selector: &metav1.LabelSelector{MatchLabels: labels}},
+	}
 }
 
 // claim is ns/name with one request tolerating tolerate (TaintValue, "" for
@@ -98,7 +149,7 @@ func claim(ns, name, tolerate string, memoryMiB int64) *resourceapi.ResourceClai
 		req.Tolerations = []resourceapi.DeviceToleration{{Key: gpuv1.ReservedTaintKey, Operator: resourceapi.DeviceTolerationOpEqual, Value: tolerate, Effect: resourceapi.DeviceTaintEffectNoSchedule}}
 	}
 	c := &resourceapi.ResourceClaim{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(ns + "/" + name)},
 		Spec:       resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{Name: "gpu", Exactly: req}}}},
 	}
 	if memoryMiB > 0 {
@@ -122,7 +173,8 @@ func pod(ns, name, deployment, claimName, node string) *v1.Pod {
 	}
 	if deployment != "" {
 		rs := replicaSet(ns, deployment)
-		p.OwnerReferences = []metav1.OwnerReference{{Kind: "ReplicaSet", Name: rs.Name, UID: rs.UID, Controller: ptr.To(true)}}
+		p.Labels = rs.Spec.Selector.MatchLabels
+		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: rs.Name, UID: rs.UID, Controller: ptr.To(true)}}
 	}
 	return p
 }
@@ -132,4 +184,44 @@ func addClaims(m claimMap, claims ...*resourceapi.ResourceClaim) claimMap {
 		m[fmt.Sprintf("%s/%s", c.Namespace, c.Name)] = c
 	}
 	return m
+}
+
+// allocation is what the allocator gives claim: one result per device (on
+// node n1) for its first request, with the claim's configs.
+func allocation(c *resourceapi.ResourceClaim, devices ...string) *resourceapi.AllocationResult {
+	a := &resourceapi.AllocationResult{}
+	for _, d := range devices {
+		a.Devices.Results = append(a.Devices.Results, resourceapi.DeviceRequestAllocationResult{
+			Request: c.Spec.Devices.Requests[0].Name, Driver: "gpu.rota.dev", Pool: "n1", Device: d,
+		})
+	}
+	for _, cfg := range c.Spec.Devices.Config {
+		a.Devices.Config = append(a.Devices.Config, resourceapi.DeviceAllocationConfiguration{
+			Source: resourceapi.AllocationConfigSourceClaim, Requests: cfg.Requests, DeviceConfiguration: cfg.DeviceConfiguration,
+		})
+	}
+	return a
+}
+
+// allocated returns claim with its allocation on devices written.
+func allocated(c *resourceapi.ResourceClaim, devices ...string) *resourceapi.ResourceClaim {
+	c = c.DeepCopy()
+	c.Status.Allocation = allocation(c, devices...)
+	return c
+}
+
+// withCount makes claim's request ask for n devices.
+func withCount(c *resourceapi.ResourceClaim, n int64) *resourceapi.ResourceClaim {
+	c.Spec.Devices.Requests[0].Exactly.Count = n
+	return c
+}
+
+// heldGPUs makes r hold n H200s of n1 (gpu-0 …).
+func heldGPUs(r *rotav1.GPUReservation, n int) *rotav1.GPUReservation {
+	r.Status.Devices = nil
+	for i := range n {
+		r.Status.Devices = append(r.Status.Devices, rotav1.ReservedDevice{UUID: fmt.Sprintf("GPU-%d", i), Pool: "n1", Device: fmt.Sprintf("gpu-%d", i), MemoryMiB: 143771, Healthy: true})
+	}
+	r.Status.GPUCount = int32(n)
+	return r
 }

@@ -10,15 +10,16 @@
 // matching toleration. A toleration is just text in a claim, though; this
 // plugin is what makes membership real: a pod whose claims tolerate a
 // reservation must belong, through its controller chain (ReplicaSet ->
-// Deployment, StatefulSet, Job), to one of the reservation's members.
+// Deployment, StatefulSet -> LeaderWorkerSet, StatefulSet, Job, each hop
+// verified by UID and selector), to one of the reservation's members.
 package reservation
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -27,7 +28,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
-	appslisters "k8s.io/client-go/listers/apps/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/dynamic-resource-allocation/resourceclaim"
 	"k8s.io/klog/v2"
@@ -35,6 +35,7 @@ import (
 
 	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
 	rotav1 "github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
+	"github.com/rota-dev/rota/pkg/plugins/refusalmemo"
 	rsv "github.com/rota-dev/rota/pkg/reservation"
 	"github.com/rota-dev/rota/pkg/waits"
 )
@@ -60,21 +61,27 @@ const (
 	ReasonNotTolerated  = waits.RefusalNotTolerated
 	ReasonNoMemory      = "ReservationMemoryMissing"
 	ReasonNotHeld       = "ReservationNotHeld"
+	ReasonArgsConflict  = waits.RefusalArgsConflict
 )
 
 // Reservation is the plugin.
 type Reservation struct {
-	claims       claimGetter
-	replicaSets  appslisters.ReplicaSetLister
+	claims       claimTracker
+	owners       *rsv.Owners
 	reservations cache.GenericLister
 	synced       cache.InformerSynced
 	metrics      *pluginMetrics
-	inFlight     *ledger
+	// refused remembers, per pod, a refusal Reserve made on the devices the
+	// allocator actually chose, so that the next attempt is refused in
+	// Filter (and explained) while nothing it depends on has changed.
+	refused *refusalmemo.Memo
 }
 
-// New builds the plugin. Reservations are read through a dynamic informer
-// of the plugin's own (Rota has no generated clientset); it starts here and
-// stops with the scheduler.
+// New builds the plugin. Reservations (and LeaderWorkerSets, where the
+// cluster serves them) are read through dynamic informers of the plugin's
+// own (Rota has no generated clientset); they start here and stop with the
+// scheduler. The workloads a pod's controller chain passes through are read
+// from the scheduler's shared informers.
 func New(ctx context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 	dra := h.SharedDRAManager()
 	if dra == nil {
@@ -86,26 +93,55 @@ func New(ctx context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error
 	}
 	factory := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
 	inf := factory.ForResource(rotav1.GPUReservationsResource)
+	shared := h.SharedInformerFactory()
+	owners := &rsv.Owners{
+		ReplicaSets:  shared.Apps().V1().ReplicaSets().Lister(),
+		Deployments:  shared.Apps().V1().Deployments().Lister(),
+		StatefulSets: shared.Apps().V1().StatefulSets().Lister(),
+		Jobs:         shared.Batch().V1().Jobs().Lister(),
+		Pods:         shared.Core().V1().Pods().Lister(),
+	}
+	if servesLeaderWorkerSets(ctx, h) {
+		lws := factory.ForResource(rotav1.LeaderWorkerSetsResource)
+		owners.LeaderWorkerSets, owners.LeaderWorkerSetsSynced = lws.Lister(), lws.Informer().HasSynced
+	}
 	pl := &Reservation{
 		claims:       dra.ResourceClaims(),
-		replicaSets:  h.SharedInformerFactory().Apps().V1().ReplicaSets().Lister(),
+		owners:       owners,
 		reservations: inf.Lister(),
 		synced:       inf.Informer().HasSynced,
 		metrics:      registerMetrics(),
-		inFlight:     newLedger(),
+		refused:      refusalmemo.New(h),
 	}
 	factory.Start(ctx.Done())
-	klog.FromContext(ctx).V(2).Info("Reservation plugin configured")
+	klog.FromContext(ctx).V(2).Info("Reservation plugin configured", "leaderWorkerSets", owners.LeaderWorkerSets != nil)
 	return pl, nil
+}
+
+// servesLeaderWorkerSets asks discovery once whether the cluster serves
+// LeaderWorkerSets: a pod chain through one can only be verified then, and
+// an informer on an API that is not served would retry for ever.
+func servesLeaderWorkerSets(ctx context.Context, h fwk.Handle) bool {
+	if h.ClientSet() == nil {
+		return false
+	}
+	if _, err := h.ClientSet().Discovery().ServerResourcesForGroupVersion(rotav1.LeaderWorkerSetGroupVersion); err != nil {
+		klog.FromContext(ctx).V(2).Info("LeaderWorkerSets are not served; their pods cannot be reservation members", "err", err)
+		return false
+	}
+	return true
 }
 
 // Name implements fwk.Plugin.
 func (pl *Reservation) Name() string { return Name }
 
-// claimGetter is the part of the scheduler's DRA claim tracker the plugin
-// reads: claims as the scheduler sees them, in-flight allocations included.
-type claimGetter interface {
+// claimTracker is the part of the scheduler's DRA claim tracker the plugin
+// reads: claims as the scheduler sees them (allocations written or assumed
+// after the API call) and the allocations between Reserve and PreBind.
+type claimTracker interface {
 	Get(namespace, name string) (*resourceapi.ResourceClaim, error)
+	List() ([]*resourceapi.ResourceClaim, error)
+	GetPendingAllocation(claimUID types.UID) *resourceapi.AllocationResult
 }
 
 // preFilterState is what PreFilter learned about a member pod. It never
@@ -113,8 +149,12 @@ type claimGetter interface {
 type preFilterState struct {
 	res        *rotav1.GPUReservation
 	member     string
-	memoryMiB  int64
 	timeSliced bool
+	// demand is, for a time-sliced reservation, what each request of the
+	// pod's unallocated claims would cost each GPU it gets.
+	demand []requestDemand
+	// claims are the pod's unallocated claims, allocated by this cycle.
+	claims []*resourceapi.ResourceClaim
 }
 
 func (s *preFilterState) Clone() fwk.StateData { return s }
@@ -186,7 +226,10 @@ func (pl *Reservation) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1
 		}
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
-	w, err := rsv.WorkloadOf(pod, pl.replicaSets)
+	w, err := pl.owners.WorkloadOf(pod)
+	if errors.Is(err, rsv.ErrNotLoaded) {
+		return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("%s: pod's controller chain: %v", ReasonNotHeld, err))
+	}
 	if err != nil {
 		return nil, fwk.AsStatus(err)
 	}
@@ -200,11 +243,11 @@ func (pl *Reservation) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1
 	if res == nil {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
-	mem, timeSliced, st := pl.admitMember(ctx, pod, claims, res, member)
+	s, st := pl.admitMember(ctx, pod, claims, res, member)
 	if st != nil {
 		return nil, st
 	}
-	cs.Write(preFilterStateKey, &preFilterState{res: res, member: member, memoryMiB: mem, timeSliced: timeSliced})
+	cs.Write(preFilterStateKey, s)
 	return &fwk.PreFilterResult{NodeNames: sets.New(res.Spec.NodeName)}, nil
 }
 
@@ -234,42 +277,49 @@ func (pl *Reservation) checkTolerated(ctx context.Context, pod *v1.Pod, w rsv.Wo
 }
 
 // admitMember checks that member pod of res can use the reserved GPUs: its
-// unallocated claims tolerate the reservation, it declares memoryMiB for a
-// time-sliced one within the per-GPU budget, and the reservation holds
-// GPUs. It returns the pod's declared memory and the reservation's mode.
-func (pl *Reservation) admitMember(ctx context.Context, pod *v1.Pod, claims []*resourceapi.ResourceClaim, res *rotav1.GPUReservation, member string) (memoryMiB int64, timeSliced bool, st *fwk.Status) {
+// unallocated claims tolerate the reservation, every device they may get
+// has a memoryMiB for a time-sliced one, none above one GPU's budget, and
+// the reservation holds GPUs. It returns what Filter and Reserve need.
+func (pl *Reservation) admitMember(ctx context.Context, pod *v1.Pod, claims []*resourceapi.ResourceClaim, res *rotav1.GPUReservation, member string) (*preFilterState, *fwk.Status) {
 	self := gpuv1.ReservedTaintValue(res.Namespace, res.Name)
+	s := &preFilterState{res: res, member: member, timeSliced: res.Spec.Mode == rotav1.ReservationTimeSliced}
 	for _, c := range claims {
 		if c.Status.Allocation != nil {
 			continue
 		}
 		if values, _ := rsv.ClaimTolerations(c); !sets.New(values...).Has(self) {
 			pl.metrics.refusals.WithLabelValues(ReasonNotTolerated).Inc()
-			return 0, false, unresolvable(ctx, pod, ReasonNotTolerated,
+			return nil, unresolvable(ctx, pod, ReasonNotTolerated,
 				"pod is member %s of GPUReservation %s/%s but its claim %s does not tolerate %s=%s (NoSchedule), so it cannot use the reserved GPUs; add the toleration to the claim template",
 				member, res.Namespace, res.Name, c.Name, gpuv1.ReservedTaintKey, self)
 		}
+		s.claims = append(s.claims, c)
 	}
-	mem, declared, err := memoryOf(claims)
+	demand, missing, err := demandOf(s.claims)
 	if err != nil {
-		return 0, false, unresolvable(ctx, pod, ReasonNoMemory, "%v", err)
+		return nil, unresolvable(ctx, pod, ReasonNoMemory, "%v", err)
 	}
-	timeSliced = res.Spec.Mode == rotav1.ReservationTimeSliced
-	if timeSliced && !declared {
+	if s.timeSliced && missing != "" {
 		pl.metrics.refusals.WithLabelValues(ReasonNoMemory).Inc()
-		return 0, false, unresolvable(ctx, pod, ReasonNoMemory,
-			"pod is member %s of time-sliced GPUReservation %s/%s but none of its claims declares memoryMiB in a GpuConfig (apiVersion %s); a time-sliced reservation admits members by their VRAM budget",
-			member, res.Namespace, res.Name, gpuv1.APIVersion)
+		return nil, unresolvable(ctx, pod, ReasonNoMemory,
+			"pod is member %s of time-sliced GPUReservation %s/%s but %s gets no memoryMiB from a GpuConfig (apiVersion %s); a time-sliced reservation admits members by the VRAM budget of every device they get",
+			member, res.Namespace, res.Name, missing, gpuv1.APIVersion)
 	}
 	if len(res.Status.Devices) == 0 || res.Status.Phase == rotav1.ReservationPending || res.Status.Phase == rotav1.ReservationReleasing {
-		return 0, false, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("%s: GPUReservation %s/%s holds no GPUs (phase %q)", ReasonNotHeld, res.Namespace, res.Name, res.Status.Phase))
+		return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("%s: GPUReservation %s/%s holds no GPUs (phase %q)", ReasonNotHeld, res.Namespace, res.Name, res.Status.Phase))
 	}
-	if budget := res.Status.BudgetMiBPerGPU; declared && mem > budget {
+	if t, ok := tooLarge(demand, res.Status.BudgetMiBPerGPU); ok {
 		pl.metrics.refusals.WithLabelValues(ReasonOvercommitted).Inc()
-		return 0, false, unresolvable(ctx, pod, ReasonOvercommitted,
-			"pod asks %d MiB but GPUReservation %s/%s allows %d MiB per GPU", mem, res.Namespace, res.Name, budget)
+		return nil, unresolvable(ctx, pod, ReasonOvercommitted,
+			"pod asks %d MiB but GPUReservation %s/%s allows %d MiB per GPU (%s)", t.memoryMiB, res.Namespace, res.Name, res.Status.BudgetMiBPerGPU, t.label)
 	}
-	return mem, timeSliced, nil
+	if st := pl.checkArgs(ctx, pod, res, member, demand); st != nil {
+		return nil, st
+	}
+	if s.timeSliced {
+		s.demand = demand
+	}
+	return s, nil
 }
 
 // PreFilterExtensions implements fwk.PreFilterPlugin. Filter reads the
@@ -327,24 +377,6 @@ func memberList(res *rotav1.GPUReservation) string {
 	return strings.Join(names, ", ")
 }
 
-// memoryOf sums the memoryMiB the claims declare; declared is false when
-// none declares any.
-func memoryOf(claims []*resourceapi.ResourceClaim) (int64, bool, error) {
-	var sum int64
-	declared := false
-	for _, c := range claims {
-		mem, err := rsv.ClaimMemoryMiB(c)
-		if err != nil {
-			return 0, false, err
-		}
-		if mem != nil {
-			sum += *mem
-			declared = true
-		}
-	}
-	return sum, declared, nil
-}
-
 // SignPod refuses opportunistic batching for pods with claims: each member
 // changes the budget left for the next.
 func (pl *Reservation) SignPod(_ context.Context, pod *v1.Pod) ([]fwk.SignFragment, *fwk.Status) {
@@ -352,46 +384,4 @@ func (pl *Reservation) SignPod(_ context.Context, pod *v1.Pod) ([]fwk.SignFragme
 		return nil, fwk.NewStatus(fwk.Unschedulable, "pods with resource claims are not signable")
 	}
 	return nil, nil
-}
-
-// ledger is the VRAM of members between Reserve and PostBind/Unreserve,
-// keyed by pod UID so that a pod the scheduler cache already shows on the
-// node is never counted twice.
-type ledger struct {
-	mu   sync.Mutex
-	pods map[types.UID]ledgerEntry
-}
-
-type ledgerEntry struct {
-	reservation string
-	memoryMiB   int64
-}
-
-func newLedger() *ledger { return &ledger{pods: map[types.UID]ledgerEntry{}} }
-
-func (l *ledger) add(uid types.UID, e ledgerEntry) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.pods[uid] = e
-}
-
-func (l *ledger) remove(uid types.UID) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	delete(l.pods, uid)
-}
-
-// others returns the in-flight entries of reservation key except those in skip.
-func (l *ledger) others(key string, skip sets.Set[types.UID]) (int64, int) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var sum int64
-	n := 0
-	for uid, e := range l.pods {
-		if e.reservation == key && !skip.Has(uid) {
-			sum += e.memoryMiB
-			n++
-		}
-	}
-	return sum, n
 }

@@ -1,13 +1,15 @@
 package reservation
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2/ktesting"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
@@ -17,13 +19,13 @@ import (
 )
 
 // TestPreFilterAndFilter runs a pod through PreFilter and, where it passes,
-// Filter on the reservation's node with the members already there.
+// Filter on the reservation's node with the claims already allocated there.
 func TestPreFilterAndFilter(t *testing.T) {
 	ts := rotav1.ReservationTimeSliced
 	base := func() world {
 		return world{
 			reservations: []*rotav1.GPUReservation{boundReservation("team-a", "serving", ts, "md-a", "md-b", "md-d")},
-			replicaSets:  []*appsv1.ReplicaSet{replicaSet("team-a", "md-a"), replicaSet("team-a", "md-b"), replicaSet("team-a", "md-d"), replicaSet("team-a", "md-x")},
+			deployments:  []string{"md-a", "md-b", "md-d", "md-x"},
 			claims: addClaims(claimMap{},
 				claim("team-a", "a", "team-a.serving", 40960),
 				claim("team-a", "b", "team-a.serving", 92160),
@@ -34,12 +36,22 @@ func TestPreFilterAndFilter(t *testing.T) {
 			),
 		}
 	}
-	// Members already on n1: a (40960) and b (92160) = 133120 MiB.
-	onNode := []*v1.Pod{pod("team-a", "a-0", "md-a", "a", "n1"), pod("team-a", "b-0", "md-b", "b", "n1")}
+	// with adds claims to w (allocated ones are what the GPUs hold).
+	with := func(w world, claims ...*resourceapi.ResourceClaim) world {
+		addClaims(w.claims, claims...)
+		return w
+	}
+	// Members already on gpu-0: a (40960) and b (92160) = 133120 MiB.
+	onGPU0 := func(w world) world {
+		return with(w, allocated(claim("team-a", "a-held", "team-a.serving", 40960), "gpu-0"), allocated(claim("team-a", "b-held", "team-a.serving", 92160), "gpu-0"))
+	}
+	twoGPUs := func(w world) world {
+		heldGPUs(w.reservations[0], 2)
+		return w
+	}
 	tests := map[string]struct {
 		world      world
 		pod        *v1.Pod
-		nodePods   []*v1.Pod
 		wantCode   fwk.Code
 		wantNodes  []string
 		wantFilter fwk.Code
@@ -55,13 +67,50 @@ func TestPreFilterAndFilter(t *testing.T) {
 			world: base(), pod: pod("team-a", "a-1", "md-a", "a", ""), wantNodes: []string{"n1"},
 		},
 		"member over budget refused with numbers": {
-			world: base(), pod: pod("team-a", "d-0", "md-d", "d", ""), nodePods: onNode, wantNodes: []string{"n1"},
+			world: onGPU0(base()), pod: pod("team-a", "d-0", "md-d", "d", ""), wantNodes: []string{"n1"},
 			wantFilter: fwk.UnschedulableAndUnresolvable,
-			wantMsg:    []string{"ReservationOvercommitted", "members hold 133120 MiB in 2 pod(s)", "asks 8192 MiB: 141312 > 136582"},
+			wantMsg:    []string{"ReservationOvercommitted", "on gpu-0, the held GPU with the most room, claims hold 133120 MiB in 2 claim(s)", "asks 8192 MiB: 141312 > 136582"},
 		},
-		"members of other reservations and namespaces do not count": {
-			world: base(), pod: pod("team-a", "d-0", "md-d", "d", ""),
-			nodePods:  []*v1.Pod{pod("team-a", "p-0", "", "plain", "n1"), pod("team-b", "a-0", "md-a", "a", "n1"), onNode[0]},
+		"claims on GPUs the reservation does not hold do not count": {
+			world: with(base(), allocated(claim("team-b", "elsewhere", "", 140000), "gpu-5")), pod: pod("team-a", "d-0", "md-d", "d", ""),
+			wantNodes: []string{"n1"},
+		},
+		"a claim asking 2 devices costs twice": {
+			world: with(base(), withCount(claim("team-a", "pair", "team-a.serving", 70000), 2)), pod: pod("team-a", "a-6", "md-a", "pair", ""),
+			wantNodes: []string{"n1"}, wantFilter: fwk.UnschedulableAndUnresolvable,
+			wantMsg: []string{"ReservationOvercommitted", "asks 2 × 70000 MiB for request gpu of claim pair, which no choice of held GPUs fits"},
+		},
+		"a 2-device claim fits 2 held GPUs, one device each": {
+			world: twoGPUs(with(base(), withCount(claim("team-a", "pair", "team-a.serving", 70000), 2))), pod: pod("team-a", "a-6", "md-a", "pair", ""),
+			wantNodes: []string{"n1"},
+		},
+		"the budget is per GPU, not pooled": {
+			// 100000 on each of 2 GPUs: the pool has 73164 MiB left, no GPU has 50000.
+			world: twoGPUs(with(base(), allocated(claim("team-a", "x0", "team-a.serving", 100000), "gpu-0"), allocated(claim("team-a", "x1", "team-a.serving", 100000), "gpu-1"),
+				claim("team-a", "half", "team-a.serving", 50000))),
+			pod: pod("team-a", "a-7", "md-a", "half", ""), wantNodes: []string{"n1"}, wantFilter: fwk.UnschedulableAndUnresolvable,
+			wantMsg: []string{"budget is 136582 MiB per GPU (2 GPU(s) held)", "on gpu-0, the held GPU with the most room, claims hold 100000 MiB in 1 claim(s)", "asks 50000 MiB: 150000 > 136582"},
+		},
+		"a member that fits the GPU with room is admitted": {
+			world: twoGPUs(with(base(), allocated(claim("team-a", "x0", "team-a.serving", 100000), "gpu-0"), claim("team-a", "half", "team-a.serving", 50000))),
+			pod:   pod("team-a", "a-7", "md-a", "half", ""), wantNodes: []string{"n1"},
+		},
+		"a member asking more than one GPU's budget is refused at once": {
+			world: with(base(), claim("team-a", "huge", "team-a.serving", 140000)), pod: pod("team-a", "a-8", "md-a", "huge", ""),
+			wantCode: fwk.UnschedulableAndUnresolvable, wantMsg: []string{"ReservationOvercommitted", "pod asks 140000 MiB but GPUReservation team-a/serving allows 136582 MiB per GPU"},
+		},
+		"a member whose vLLM takes more than its budget is refused with both numbers": {
+			world: base(), pod: withContainer(pod("team-a", "a-9", "md-a", "a", ""), "vllm/vllm-openai", "--model", "m", "--gpu-memory-utilization", "0.9"),
+			wantCode: fwk.UnschedulableAndUnresolvable,
+			wantMsg: []string{"ReservationArgsConflict: container main runs vLLM with --gpu-memory-utilization 0.9, 129393 MiB of the 143771 MiB GPU",
+				"may use 40960 MiB of it (memoryMiB), 0.2848 of the GPU", "--gpu-memory-utilization 0.2848 or less"},
+		},
+		"vLLM's default counts when the flag is absent": {
+			world: base(), pod: withContainer(pod("team-a", "a-9", "md-a", "a", ""), "vllm/vllm-openai", "--model", "m"),
+			wantCode: fwk.UnschedulableAndUnresolvable, wantMsg: []string{"ReservationArgsConflict", "0.9 (vLLM's default: the flag is not given)"},
+		},
+		"a member whose vLLM keeps within its budget is admitted": {
+			world: base(), pod: withContainer(pod("team-a", "a-9", "md-a", "a", ""), "vllm/vllm-openai", "--gpu-memory-utilization=0.2848"),
 			wantNodes: []string{"n1"},
 		},
 		"forged labels do not make a member": {
@@ -71,6 +120,14 @@ func TestPreFilterAndFilter(t *testing.T) {
 				return p
 			}(),
 			wantCode: fwk.UnschedulableAndUnresolvable, wantMsg: []string{"ReservationNotMember", "(no controller)", "not a member of GPUReservation team-a/serving"},
+		},
+		"a forged ReplicaSet UID does not make a member": {
+			world: base(), pod: func() *v1.Pod {
+				p := pod("team-a", "f", "md-a", "a", "")
+				p.OwnerReferences[0].UID = "forged"
+				return p
+			}(),
+			wantCode: fwk.UnschedulableAndUnresolvable, wantMsg: []string{"ReservationNotMember", "unverified: f names controller ReplicaSet md-a-rs (uid forged)", "another UID"},
 		},
 		"another workload of the namespace is not a member": {
 			world: base(), pod: pod("team-a", "x-0", "md-x", "a", ""),
@@ -86,7 +143,7 @@ func TestPreFilterAndFilter(t *testing.T) {
 		},
 		"time-sliced member without memoryMiB": {
 			world: base(), pod: pod("team-a", "a-3", "md-a", "no-mem", ""),
-			wantCode: fwk.UnschedulableAndUnresolvable, wantMsg: []string{"ReservationMemoryMissing", "declares memoryMiB"},
+			wantCode: fwk.UnschedulableAndUnresolvable, wantMsg: []string{"ReservationMemoryMissing", "request gpu of claim no-mem gets no memoryMiB"},
 		},
 		"exclusive member without memoryMiB is fine": {
 			world: func() world {
@@ -146,16 +203,26 @@ func TestPreFilterAndFilter(t *testing.T) {
 			if diff := cmp.Diff(tc.wantNodes, nodes); diff != "" {
 				t.Errorf("PreFilter nodes (-want +got):\n%s", diff)
 			}
-			ni := framework.NewNodeInfo(tc.nodePods...)
-			ni.SetNode(&v1.Node{})
-			ni.Node().Name = "n1"
-			fst := pl.Filter(ctx, cs, tc.pod, ni)
+			fst := pl.Filter(ctx, cs, tc.pod, nodeN1())
 			if diff := cmp.Diff(tc.wantFilter, fst.Code()); diff != "" {
 				t.Fatalf("Filter code (-want +got):\n%s\n%v", diff, fst)
 			}
 			checkMessage(t, fst, tc.wantMsg)
 		})
 	}
+}
+
+// withContainer gives p a container "main" of image with args.
+func withContainer(p *v1.Pod, image string, args ...string) *v1.Pod {
+	p.Spec.Containers = append(p.Spec.Containers, v1.Container{Name: "main", Image: image, Args: args})
+	return p
+}
+
+func nodeN1() fwk.NodeInfo {
+	ni := framework.NewNodeInfo()
+	ni.SetNode(&v1.Node{})
+	ni.Node().Name = "n1"
+	return ni
 }
 
 func checkMessage(t *testing.T, st *fwk.Status, wants []string) {
@@ -168,57 +235,94 @@ func checkMessage(t *testing.T, st *fwk.Status, wants []string) {
 	}
 }
 
-// TestReserveAccounting: members between Reserve and binding count once,
-// whether or not the scheduler cache shows them on the node yet, and
-// Unreserve gives their budget back.
-func TestReserveAccounting(t *testing.T) {
+// TestPendingAllocationsCount: a claim the allocator gave a held GPU in
+// Reserve counts before its allocation is written, and once written (or
+// assumed), it counts once.
+func TestPendingAllocationsCount(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
+	first, second := claim("team-a", "first", "team-a.serving", 70000), claim("team-a", "second", "team-a.serving", 70000)
 	w := world{
 		reservations: []*rotav1.GPUReservation{boundReservation("team-a", "serving", rotav1.ReservationTimeSliced, "md-a")},
-		replicaSets:  []*appsv1.ReplicaSet{replicaSet("team-a", "md-a")},
-		claims:       addClaims(claimMap{}, claim("team-a", "big", "team-a.serving", 70000)),
+		deployments:  []string{"md-a"},
+		claims:       addClaims(claimMap{}, first, second),
+		pending:      pendingAllocations{},
 	}
 	pl := w.plugin(t)
-	first, second := pod("team-a", "a-0", "md-a", "big", ""), pod("team-a", "a-1", "md-a", "big", "")
-	node := func(pods ...*v1.Pod) fwk.NodeInfo {
-		ni := framework.NewNodeInfo(pods...)
-		ni.SetNode(&v1.Node{})
-		ni.Node().Name = "n1"
-		return ni
-	}
-	run := func(p *v1.Pod, ni fwk.NodeInfo) (fwk.CycleState, *fwk.Status) {
+	p := pod("team-a", "a-1", "md-a", "second", "")
+	run := func() *fwk.Status {
 		cs := framework.NewCycleState()
 		if _, st := pl.PreFilter(ctx, cs, p, nil); !st.IsSuccess() {
-			t.Fatalf("PreFilter %s: %v", p.Name, st)
+			t.Fatalf("PreFilter: %v", st)
 		}
-		return cs, pl.Filter(ctx, cs, p, ni)
+		return pl.Filter(ctx, cs, p, nodeN1())
 	}
-	cs, st := run(first, node())
-	if !st.IsSuccess() {
-		t.Fatalf("first member refused: %v", st)
+	if st := run(); !st.IsSuccess() {
+		t.Fatalf("nothing held yet: %v", st)
 	}
-	if st := pl.Reserve(ctx, cs, first, "n1"); !st.IsSuccess() {
-		t.Fatal(st)
+	w.pending[first.UID] = allocation(first, "gpu-0")
+	if st := run(); !strings.Contains(st.Message(), "claims hold 70000 MiB in 1 claim(s)") {
+		t.Errorf("with the first claim's allocation pending: %v, want it counted", st)
 	}
-	// Reserved, cache not showing it: the ledger counts it.
-	if _, st := run(second, node()); st.Code() != fwk.UnschedulableAndUnresolvable {
-		t.Errorf("second member with the first in flight: %v, want overcommitted", st)
+	// Written: in the tracker and (until PreBind clears it) still pending.
+	w.claims["team-a/first"] = allocated(first, "gpu-0")
+	if st := run(); !strings.Contains(st.Message(), "claims hold 70000 MiB in 1 claim(s)") {
+		t.Errorf("written and pending: %v, want it counted once", st)
 	}
-	// Reserved and assumed in the cache: still counted once (70000 + 70000 > 136582, but not 3×).
-	_, st = run(second, node(withNode(first)))
-	if !strings.Contains(st.Message(), "members hold 70000 MiB in 1 pod(s)") {
-		t.Errorf("counted twice? %v", st)
-	}
-	pl.Unreserve(ctx, cs, first, "n1")
-	if _, st := run(second, node()); !st.IsSuccess() {
-		t.Errorf("after Unreserve: %v, want admitted", st)
+	delete(w.pending, first.UID)
+	delete(w.claims, "team-a/first")
+	if st := run(); !st.IsSuccess() {
+		t.Errorf("after the first claim is gone: %v, want admitted", st)
 	}
 }
 
-func withNode(p *v1.Pod) *v1.Pod {
-	p = p.DeepCopy()
-	p.Spec.NodeName = "n1"
-	return p
+// TestReserveChecksTheChosenGPU: Filter admits a member because gpu-1 has
+// room, the allocator gives it gpu-0, which has not: Reserve refuses with
+// both numbers, and while the GPUs' usage is the same the next attempt is
+// refused in Filter with the same message; once it changes, Filter lets the
+// pod try again.
+func TestReserveChecksTheChosenGPU(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	busy, c := allocated(claim("team-a", "busy", "team-a.serving", 100000), "gpu-0"), claim("team-a", "c", "team-a.serving", 50000)
+	w := world{
+		reservations: []*rotav1.GPUReservation{heldGPUs(boundReservation("team-a", "serving", rotav1.ReservationTimeSliced, "md-a"), 2)},
+		deployments:  []string{"md-a"},
+		claims:       addClaims(claimMap{}, busy, c),
+		pending:      pendingAllocations{},
+	}
+	pl := w.plugin(t)
+	p := pod("team-a", "a-1", "md-a", "c", "")
+	attempt := func() (fwk.CycleState, *fwk.Status) {
+		cs := framework.NewCycleState()
+		if _, st := pl.PreFilter(ctx, cs, p, nil); !st.IsSuccess() {
+			t.Fatalf("PreFilter: %v", st)
+		}
+		return cs, pl.Filter(ctx, cs, p, nodeN1())
+	}
+	cs, st := attempt()
+	if !st.IsSuccess() {
+		t.Fatalf("Filter: %v, want admitted (gpu-1 has room)", st)
+	}
+	w.pending[c.UID] = allocation(c, "gpu-0")
+	st = pl.Reserve(ctx, cs, p, "n1")
+	checkMessage(t, st, []string{"ReservationOvercommitted", "the allocator chose gpu-0 for this pod (member md-a)", "claims hold 100000 MiB in 1 claim(s) and this pod asks 50000 MiB: 150000 > 136582"})
+	if st.Code() != fwk.UnschedulableAndUnresolvable {
+		t.Errorf("Reserve code %v, want UnschedulableAndUnresolvable", st.Code())
+	}
+	delete(w.pending, c.UID) // DynamicResources' Unreserve
+	pl.Unreserve(ctx, cs, p, "n1")
+	_, st = attempt()
+	checkMessage(t, st, []string{"ReservationOvercommitted", "the allocator chose gpu-0"})
+	if st.IsSuccess() {
+		t.Error("second attempt in the same state admitted, want the remembered refusal")
+	}
+	delete(w.claims, "team-a/busy")
+	if _, st := attempt(); !st.IsSuccess() {
+		t.Errorf("after gpu-0 was freed: %v, want admitted", st)
+	}
+	w.pending[c.UID] = allocation(c, "gpu-0")
+	if st := pl.Reserve(ctx, cs, p, "n1"); !st.IsSuccess() {
+		t.Errorf("Reserve on a free gpu-0: %v", st)
+	}
 }
 
 func TestIsSchedulableAfterPodDeleted(t *testing.T) {
@@ -242,5 +346,62 @@ func TestIsSchedulableAfterPodDeleted(t *testing.T) {
 				t.Errorf("hint (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+func TestIsSchedulableAfterOwnerChange(t *testing.T) {
+	logger, _ := ktesting.NewTestContext(t)
+	waiting := pod("team-a", "a-0", "md-a", "a", "")
+	tests := map[string]struct {
+		obj  any
+		want fwk.QueueingHint
+	}{
+		"a ReplicaSet of the pod's namespace": {obj: replicaSet("team-a", "md-a"), want: fwk.Queue},
+		"an unstructured workload of the namespace (dynamic informer)": {
+			obj: func() any {
+				u := &unstructured.Unstructured{}
+				u.SetNamespace("team-a")
+				u.SetName("llm")
+				return u
+			}(), want: fwk.Queue,
+		},
+		"another namespace's": {obj: replicaSet("team-b", "md-a"), want: fwk.QueueSkip},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got, err := isSchedulableAfterOwnerChange(logger, waiting, nil, tc.obj)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("hint (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// Owners' events are registered so that a pod tried before its owner
+// reached the scheduler's informer is tried again; LeaderWorkerSets only
+// where the API is served.
+func TestEventsToRegisterOwners(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	pl := world{}.plugin(t)
+	resources := func() []fwk.EventResource {
+		evs, err := pl.EventsToRegister(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []fwk.EventResource
+		for _, e := range evs {
+			out = append(out, e.Event.Resource)
+		}
+		return out
+	}
+	if got := resources(); slices.Contains(got, lwsEventResource) || !slices.Contains(got, "statefulsets.v1.apps") {
+		t.Errorf("without the LeaderWorkerSet API: %v", got)
+	}
+	pl.owners.LeaderWorkerSets = cache.NewGenericLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{}), rotav1.LeaderWorkerSetsResource.GroupResource())
+	if got := resources(); !slices.Contains(got, lwsEventResource) {
+		t.Errorf("with the LeaderWorkerSet API: %v", got)
 	}
 }

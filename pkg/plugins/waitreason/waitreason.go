@@ -159,6 +159,8 @@ func (pl *WaitReason) classify(ctx context.Context, cs fwk.CycleState, pod *v1.P
 			a.Quota = strings.TrimPrefix(msg, string(waits.QuotaExceeded)+": ")
 		case st.Plugin() == fairnessPlugin:
 			a.Turn = msg
+		case st.Plugin() == reservationPlugin && strings.HasPrefix(msg, waits.RefusalArgsConflict+": "):
+			a.Reservation = msg
 		case st.Plugin() == reservationPlugin && strings.Contains(msg, string(waits.ReservationOvercommitted)):
 			a.Reservation = strings.TrimPrefix(msg, string(waits.ReservationOvercommitted)+": ")
 		case st.Plugin() == reservationPlugin && reservationRefusal(msg):

@@ -25,7 +25,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	resourcelisters "k8s.io/client-go/listers/resource/v1"
 	"k8s.io/client-go/tools/cache"
@@ -52,7 +51,7 @@ type Controller struct {
 	classes      resourcelisters.DeviceClassLister
 	pods         corelisters.PodLister
 	nodes        corelisters.NodeLister
-	replicaSets  appslisters.ReplicaSetLister
+	owners       *reservation.Owners
 	synced       []cache.InformerSynced
 
 	queue      workqueue.TypedRateLimitingInterface[string]
@@ -118,7 +117,14 @@ func New(opts Options) (*Controller, error) {
 func (c *Controller) watch(inf Informers) error {
 	c.reservations = inf.Reservations.Lister()
 	c.slices, c.claims, c.rules = inf.Slices.Lister(), inf.Claims.Lister(), inf.Rules.Lister()
-	c.pods, c.nodes, c.replicaSets = inf.Pods.Lister(), inf.Nodes.Lister(), inf.ReplicaSets.Lister()
+	c.pods, c.nodes = inf.Pods.Lister(), inf.Nodes.Lister()
+	c.owners = &reservation.Owners{
+		ReplicaSets: inf.ReplicaSets.Lister(), Deployments: inf.Deployments.Lister(),
+		StatefulSets: inf.StatefulSets.Lister(), Jobs: inf.Jobs.Lister(), Pods: c.pods,
+	}
+	if inf.LeaderWorkerSets != nil {
+		c.owners.LeaderWorkerSets, c.owners.LeaderWorkerSetsSynced = inf.LeaderWorkerSets.Lister(), inf.LeaderWorkerSets.Informer().HasSynced
+	}
 	c.classes = inf.Classes.Lister()
 
 	handlers := []struct {
@@ -149,7 +155,8 @@ func (c *Controller) watch(inf Informers) error {
 		}
 		c.synced = append(c.synced, h.informer.HasSynced)
 	}
-	c.synced = append(c.synced, inf.ReplicaSets.Informer().HasSynced, inf.Classes.Informer().HasSynced)
+	c.synced = append(c.synced, inf.ReplicaSets.Informer().HasSynced, inf.Classes.Informer().HasSynced,
+		inf.Deployments.Informer().HasSynced, inf.StatefulSets.Informer().HasSynced, inf.Jobs.Informer().HasSynced)
 	return nil
 }
 

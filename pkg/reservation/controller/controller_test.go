@@ -52,7 +52,7 @@ func TestNewRequiresInformers(t *testing.T) {
 	if err == nil {
 		t.Fatal("New accepted Options without informers")
 	}
-	for _, field := range []string{"Reservations", "Slices", "Claims", "Rules", "Classes", "Pods", "Nodes", "ReplicaSets"} {
+	for _, field := range []string{"Reservations", "Slices", "Claims", "Rules", "Classes", "Pods", "Nodes", "ReplicaSets", "Deployments", "StatefulSets", "Jobs"} {
 		if !strings.Contains(err.Error(), "Informers."+field+" is required") {
 			t.Errorf("error %q does not name Informers.%s", err, field)
 		}

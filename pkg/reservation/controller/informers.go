@@ -6,6 +6,7 @@ import (
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
 	appsinformers "k8s.io/client-go/informers/apps/v1"
+	batchinformers "k8s.io/client-go/informers/batch/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	resourceinformers "k8s.io/client-go/informers/resource/v1"
 
@@ -26,8 +27,16 @@ type Informers struct {
 	Classes      resourceinformers.DeviceClassInformer
 	Pods         coreinformers.PodInformer
 	Nodes        coreinformers.NodeInformer
-	// ReplicaSets resolve a member pod's Deployment.
-	ReplicaSets appsinformers.ReplicaSetInformer
+	// ReplicaSets, Deployments, StatefulSets and Jobs resolve a member
+	// pod's controller chain (each hop verified by UID and selector).
+	ReplicaSets  appsinformers.ReplicaSetInformer
+	Deployments  appsinformers.DeploymentInformer
+	StatefulSets appsinformers.StatefulSetInformer
+	Jobs         batchinformers.JobInformer
+	// LeaderWorkerSets serves rotav1.LeaderWorkerSetsResource where the
+	// cluster serves that API; nil otherwise, and then pods of a
+	// LeaderWorkerSet are counted as no member's.
+	LeaderWorkerSets informers.GenericInformer
 }
 
 // NewInformers takes the controller's informers from the caller's factories.
@@ -43,6 +52,9 @@ func NewInformers(factory informers.SharedInformerFactory, dynFactory dynamicinf
 		Pods:         factory.Core().V1().Pods(),
 		Nodes:        factory.Core().V1().Nodes(),
 		ReplicaSets:  factory.Apps().V1().ReplicaSets(),
+		Deployments:  factory.Apps().V1().Deployments(),
+		StatefulSets: factory.Apps().V1().StatefulSets(),
+		Jobs:         factory.Batch().V1().Jobs(),
 	}
 }
 
@@ -55,7 +67,8 @@ func (inf Informers) validate() error {
 	}{
 		{"Reservations", inf.Reservations == nil}, {"Slices", inf.Slices == nil}, {"Claims", inf.Claims == nil},
 		{"Rules", inf.Rules == nil}, {"Classes", inf.Classes == nil}, {"Pods", inf.Pods == nil},
-		{"Nodes", inf.Nodes == nil}, {"ReplicaSets", inf.ReplicaSets == nil},
+		{"Nodes", inf.Nodes == nil}, {"ReplicaSets", inf.ReplicaSets == nil}, {"Deployments", inf.Deployments == nil},
+		{"StatefulSets", inf.StatefulSets == nil}, {"Jobs", inf.Jobs == nil},
 	} {
 		if f.missing {
 			errs = append(errs, errors.New("Informers."+f.name+" is required"))

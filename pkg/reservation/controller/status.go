@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -61,7 +62,10 @@ func (c *Controller) observeMembers(res *rotav1.GPUReservation, held []GPU) ([]r
 		if pod.Spec.NodeName == "" || pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
 			continue
 		}
-		w, err := reservation.WorkloadOf(pod, c.replicaSets)
+		w, err := c.owners.WorkloadOf(pod)
+		if errors.Is(err, reservation.ErrNotLoaded) {
+			continue // counted once the LeaderWorkerSets are loaded
+		}
 		if err != nil {
 			return nil, nil, err
 		}

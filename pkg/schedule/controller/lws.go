@@ -10,25 +10,23 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
+
+	rotav1 "github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
 )
 
 // LeaderWorkerSet (sigs.k8s.io/lws) is served by its own CRD, so the
 // controller reads and writes it with the dynamic client, as unstructured
 // objects: fields this build does not know survive an update untouched.
 const (
-	lwsGroup        = "leaderworkerset.x-k8s.io"
-	lwsGroupVersion = lwsGroup + "/v1"
-	lwsKind         = "LeaderWorkerSet"
-	// lwsNameLabel is set by the LeaderWorkerSet controller on every pod of
-	// a set (leaders and workers).
-	lwsNameLabel = "leaderworkerset.sigs.k8s.io/name"
+	lwsGroupVersion = rotav1.LeaderWorkerSetGroupVersion
+	lwsKind         = rotav1.LeaderWorkerSetKind
+	lwsNameLabel    = rotav1.LeaderWorkerSetNameLabel
 )
 
 // LeaderWorkerSetsResource is the LeaderWorkerSet API the controller drives
 // when the CRD is installed.
-var LeaderWorkerSetsResource = schema.GroupVersionResource{Group: lwsGroup, Version: "v1", Resource: "leaderworkersets"}
+var LeaderWorkerSetsResource = rotav1.LeaderWorkerSetsResource
 
 // lwsObject is the part of a LeaderWorkerSet the controller reads. One
 // replica is a group of size pods: a leader (from leaderTemplate, or from
@@ -103,7 +101,7 @@ func fromLeaderWorkerSet(u *unstructured.Unstructured) (*workload, error) {
 	observed := ptr.Deref(l.Status.ObservedGeneration, l.Generation)
 	podLabels := map[string]string{lwsNameLabel: l.Name}
 	return &workload{
-		Group: lwsGroup, Kind: lwsKind, Namespace: l.Namespace, Name: l.Name,
+		Group: rotav1.LeaderWorkerSetGroup, Kind: lwsKind, Namespace: l.Namespace, Name: l.Name,
 		Generation: l.Generation, ObservedGeneration: observed,
 		Replicas:       ptr.Deref(l.Spec.Replicas, 1),
 		StatusReplicas: l.Status.Replicas, ReadyReplicas: l.Status.ReadyReplicas, UpdatedReplicas: l.Status.UpdatedReplicas,

@@ -101,7 +101,7 @@ func TestBudgetUnderConcurrency(t *testing.T) {
 	cp.Create(t, framework.SharedGPUTemplate(tenant, "no-memory", 0, reservedToleration(tenant, "batch"), framework.UUIDSelector(uuid)))
 	nm := framework.ReplicaPod(rs, "no-memory", schedulerName, "no-memory")
 	cp.Create(t, nm)
-	cp.WaitForPodUnschedulable(t, tenant, nm.Name, "ReservationMemoryMissing", "declares memoryMiB")
+	cp.WaitForPodUnschedulable(t, tenant, nm.Name, "ReservationMemoryMissing", "gets no memoryMiB")
 	// A member whose claim does not tolerate the reservation is told so.
 	cp.Create(t, framework.SharedGPUTemplate(tenant, "untolerated", 1024, nil))
 	un := framework.ReplicaPod(rs, "untolerated", schedulerName, "untolerated")

@@ -48,7 +48,7 @@ func startReservationController(t *testing.T, cp *framework.ControlPlane) {
 	ctrl, err := reservationcontroller.New(reservationcontroller.Options{
 		Client: cp.Client, Dynamic: cp.Dynamic, Clock: clock.RealClock{}, Registry: metrics.NewKubeRegistry(),
 		Recorder:  recorder,
-		Informers: reservationcontroller.NewInformers(factory, dynFactory),
+		Informers: informersFor(cp, factory, dynFactory),
 	})
 	if err != nil {
 		cancel()
@@ -69,6 +69,16 @@ func startReservationController(t *testing.T, cp *framework.ControlPlane) {
 		dynFactory.Shutdown()
 		stopEvents()
 	})
+}
+
+// informersFor are the controller's informers as schedule-controller
+// builds them: LeaderWorkerSets only where the API is served.
+func informersFor(cp *framework.ControlPlane, factory informers.SharedInformerFactory, dynFactory dynamicinformer.DynamicSharedInformerFactory) reservationcontroller.Informers {
+	inf := reservationcontroller.NewInformers(factory, dynFactory)
+	if _, err := cp.Client.Discovery().ServerResourcesForGroupVersion(rotav1.LeaderWorkerSetGroupVersion); err == nil {
+		inf.LeaderWorkerSets = dynFactory.ForResource(rotav1.LeaderWorkerSetsResource)
+	}
+	return inf
 }
 
 // setup starts a control plane with one hgx-h200 node (8× H200), the
