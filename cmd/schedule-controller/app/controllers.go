@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"net/http"
 	"time"
 
 	"k8s.io/client-go/dynamic"
@@ -37,6 +38,19 @@ type settings struct {
 	PassPeriod     time.Duration
 	ProgressPeriod time.Duration
 	Workers        int
+	// BudgetWebhookURL, when set, turns the budget hook on
+	// (schedulecontroller.WebhookBudget), each call bounded by
+	// BudgetWebhookTimeout.
+	BudgetWebhookURL     string
+	BudgetWebhookTimeout time.Duration
+}
+
+// budget is the budget hook the settings ask for, or nil (off).
+func (s settings) budget() schedulecontroller.BudgetChecker {
+	if s.BudgetWebhookURL == "" {
+		return nil
+	}
+	return schedulecontroller.WebhookBudget{URL: s.BudgetWebhookURL, Client: &http.Client{Timeout: s.BudgetWebhookTimeout}}
 }
 
 // runnable is a started controller: it runs until ctx ends.
@@ -68,6 +82,7 @@ func newDeployScheduleController(d deps) (runnable, error) {
 		GateNamespace: d.Namespace, GateName: d.Settings.GateName,
 		PassPeriod: d.Settings.PassPeriod, ProgressPeriod: d.Settings.ProgressPeriod,
 		Registry: d.Registry,
+		Budget:   d.Settings.budget(),
 	})
 }
 
