@@ -19,7 +19,9 @@ type stubBudget struct {
 	err error
 }
 
-func (s stubBudget) CheckBudget(context.Context, BudgetRequest) (BudgetDecision, error) { return s.d, s.err }
+func (s stubBudget) CheckBudget(context.Context, BudgetRequest) (BudgetDecision, error) {
+	return s.d, s.err
+}
 
 // TestCheckBudget: no hook means no check; a refusal carries the hook's
 // message; an error or a hook that answers garbage or non-200 refuses
