@@ -15,6 +15,7 @@ import (
 
 	reservationcontroller "github.com/rota-dev/rota/pkg/reservation/controller"
 	schedulecontroller "github.com/rota-dev/rota/pkg/schedule/controller"
+	"github.com/rota-dev/rota/pkg/usage"
 )
 
 // deps is what every controller started by `run` may use. The binary owns
@@ -72,7 +73,20 @@ func controllers() []controllerEntry {
 	return []controllerEntry{
 		{Name: "deployschedule", New: newDeployScheduleController},
 		{Name: "gpureservation", New: newGPUReservationController},
+		{Name: "usage", New: newUsageMeter},
 	}
+}
+
+// newUsageMeter counts reservation-hours and GPU-hours per tenant and
+// model (pkg/usage) into the binary's registry.
+func newUsageMeter(d deps) (runnable, error) {
+	meter := usage.NewMeter()
+	if d.Registry != nil {
+		if err := meter.Register(d.Registry); err != nil {
+			return nil, err
+		}
+	}
+	return usage.NewRunner(meter, d.Clock, usage.DefaultPeriod, d.Factory), nil
 }
 
 func newDeployScheduleController(d deps) (runnable, error) {
