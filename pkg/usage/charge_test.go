@@ -15,9 +15,9 @@ import (
 func TestCharge(t *testing.T) {
 	gpus := []GPU{
 		{Model: "H200", ReservedBy: "team-a", Tenants: []string{"team-a", "team-a", "team-a"}}, // three members time-sliced
-		{Model: "H200", ReservedBy: "team-a"},                                                   // held, idle
-		{Model: "H200", Tenants: []string{"team-a"}},                                            // an ordinary pod of team-a
-		{Model: "H200", Tenants: []string{"team-b", "team-c"}},                                  // shared by two tenants
+		{Model: "H200", ReservedBy: "team-a"},                                                  // held, idle
+		{Model: "H200", Tenants: []string{"team-a"}},                                           // an ordinary pod of team-a
+		{Model: "H200", Tenants: []string{"team-b", "team-c"}},                                 // shared by two tenants
 		{Model: "H100", Tenants: []string{"team-b"}},
 		{Model: "H100"}, // free
 	}
@@ -56,7 +56,9 @@ func TestMeterIntegrates(t *testing.T) {
 			return testutil.GetCounterMetricValue(m.reservationHours.WithLabelValues("team-a", "H200"))
 		}, 2.5},
 		// 2 GPUs for 1.5 h, then 1 GPU for 1 h.
-		"GPU hours": {func() (float64, error) { return testutil.GetCounterMetricValue(m.gpuHours.WithLabelValues("team-a", "H200")) }, 4},
+		"GPU hours": {func() (float64, error) {
+			return testutil.GetCounterMetricValue(m.gpuHours.WithLabelValues("team-a", "H200"))
+		}, 4},
 	} {
 		got, err := tc.got()
 		if err != nil {
