@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+
 	"github.com/spf13/cobra"
 
 	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
@@ -11,7 +13,7 @@ func newPoolCommand(o *options) *cobra.Command {
 	var driver string
 	cmd := &cobra.Command{
 		Use:   "pool",
-		Short: "Every node's GPUs: model, UUID, health, reservation, holder pod and tenant, VRAM of shared GPUs",
+		Short: "Every node's GPUs: model, UUID, health, reservation, holder pod and tenant, VRAM of shared GPUs; then GPUs reserved and charged per tenant",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.validate(); err != nil {
@@ -31,7 +33,13 @@ func newPoolCommand(o *options) *cobra.Command {
 			case "yaml":
 				return writeYAML(o.streams.Out, rows)
 			}
-			return poolreport.WriteTable(o.streams.Out, rows)
+			if err := poolreport.WriteTable(o.streams.Out, rows); err != nil {
+				return err
+			}
+			// Per tenant and model: GPUs its reservations hold, and GPUs
+			// charged to it as the usage counters charge them.
+			fmt.Fprintln(o.streams.Out)
+			return poolreport.WriteTenants(o.streams.Out, poolreport.Tenants(rows))
 		},
 	}
 	cmd.Flags().StringVar(&driver, "driver", gpuv1.DriverName, "DRA driver whose devices are listed")

@@ -43,6 +43,8 @@ var rules = []rule{
 		Why: "the pool report reads objects; it shares no code with the components that write them"},
 	{From: "pkg/whyreport", Never: []string{"pkg/plugins", "pkg/reservation/controller", "pkg/schedule/controller", "pkg/driver", "pkg/sandbox", "pkg/sim"},
 		Why: "`kubectl rota why` reads what the scheduler wrote; it shares no code with the components that write it"},
+	{From: "pkg/usage", Only: []string{"pkg/gpupool", "pkg/apis"},
+		Why: "usage accounting applies one charge rule to the pool model; the pool report and the controller binary use it, it uses none of them"},
 	{From: "pkg/events", Only: []string{"pkg/apis"},
 		Why: "the event broadcaster of the controller binaries knows only the API types"},
 	{From: "pkg/scheduler", Only: []string{"pkg/plugins", "pkg/gpupool"},

@@ -37,13 +37,18 @@ const (
 	Reserved Reason = "Reserved"
 	// NotAttempted: still queued; no scheduling attempt yet.
 	NotAttempted Reason = "NotAttempted"
+	// StartFailed: the pod is placed, but its node cannot start it with
+	// its GPUs: the kubelet could not prepare its claims (the DRA driver's
+	// NodePrepareResources failed) or the container runtime could not inject
+	// the CDI devices the driver returned (started.go).
+	StartFailed Reason = "StartFailed"
 )
 
 // Placed is the condition reason once the pod is bound (status False).
 const Placed = "Placed"
 
 // AllReasons lists the reasons in a stable order, for metrics and docs.
-var AllReasons = []Reason{QuotaExceeded, InsufficientCapacity, TopologyFragmentation, GangIncomplete, ReservationOvercommitted, Reserved, Unhealthy, NotAttempted}
+var AllReasons = []Reason{QuotaExceeded, InsufficientCapacity, TopologyFragmentation, GangIncomplete, ReservationOvercommitted, Reserved, Unhealthy, NotAttempted, StartFailed}
 
 // Current returns the pod's rota.dev/Waiting condition, or nil.
 func Current(pod *v1.Pod) *v1.PodCondition {

@@ -156,6 +156,25 @@ func placedPod() (*v1.Pod, []v1.Event) {
 	return pod, evs
 }
 
+// startFailedPod was placed, but the driver refused its claim at prepare.
+func startFailedPod() (*v1.Pod, []v1.Event) {
+	prepare := "Failed to prepare dynamic resources: NodePrepareResources for pod ml/serve-1: claim ml/serve-1-gpu: " +
+		`GpuConfig for request "gpu": memoryMiB 200000 exceeds the 81559 MiB of gpu-0 (NVIDIA H100 80GB HBM3)`
+	msg, _ := waits.StartFailureFromEvent(&v1.Event{Reason: waits.KubeletPrepareFailed, InvolvedObject: v1.ObjectReference{Kind: "Pod"}, Message: prepare}, "dgx-h100-0")
+	pod := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: "serve-1"},
+		Spec:       v1.PodSpec{NodeName: "dgx-h100-0"},
+		Status: v1.PodStatus{Phase: v1.PodPending, Conditions: []v1.PodCondition{{Type: gpuv1.WaitingCondition, Status: v1.ConditionTrue,
+			Reason: string(waits.StartFailed), Message: msg, LastTransitionTime: metav1.NewTime(t0.Add(10 * time.Second))}}},
+	}
+	evs := []v1.Event{
+		{Reason: "Scheduled", Type: v1.EventTypeNormal, LastTimestamp: metav1.NewTime(t0), Message: "Successfully assigned ml/serve-1 to dgx-h100-0"},
+		{Reason: waits.KubeletPrepareFailed, Type: v1.EventTypeWarning, LastTimestamp: metav1.NewTime(t0.Add(5 * time.Second)), Message: prepare},
+		{Reason: string(waits.StartFailed), Type: v1.EventTypeWarning, LastTimestamp: metav1.NewTime(t0.Add(10 * time.Second)), Message: msg},
+	}
+	return pod, evs
+}
+
 // TestGolden: `kubectl rota why` for the scenarios (fallback,
 // fragmentation, reservation, quota) and every wait reason, as golden
 // files under testdata, each at most 12 lines of at most 100 columns,
@@ -170,6 +189,8 @@ func TestGolden(t *testing.T) {
 	reports["not-attempted"] = Explain(queued, nil)
 	placed, evs := placedPod()
 	reports["placed-after-fallback"] = Explain(placed, evs)
+	notStarted, evs := startFailedPod()
+	reports["start-failed"] = Explain(notStarted, evs)
 
 	covered := map[string]bool{}
 	for name, r := range reports {

@@ -22,6 +22,8 @@ import (
 const maxDecisions = 5
 
 // decisionReasons are the events that record a scheduling decision.
+// (The kubelet's FailedPrepareDynamicResources is not: the StartFailed
+// Event and condition carry its message.)
 var decisionReasons = map[string]bool{"Scheduled": true, "FailedScheduling": true, "TieredPlacement": true}
 
 // Report is the answer for one pod; `-o json|yaml` prints it as is.
@@ -80,6 +82,9 @@ func Explain(pod *v1.Pod, evs []v1.Event) Report {
 		Tier: pod.Annotations[gpuv1.TierAnnotation], Devices: pod.Annotations[gpuv1.DevicesAnnotation]}
 	switch c := waits.Current(pod); {
 	case c != nil && c.Status == v1.ConditionTrue && pod.Spec.NodeName == "":
+		r.Waiting, r.Reason, r.Message, r.Since, r.explained = true, c.Reason, c.Message, c.LastTransitionTime.Time, true
+	case c != nil && c.Status == v1.ConditionTrue && c.Reason == string(waits.StartFailed):
+		// Placed, but its node cannot start it: it still waits.
 		r.Waiting, r.Reason, r.Message, r.Since, r.explained = true, c.Reason, c.Message, c.LastTransitionTime.Time, true
 	case c != nil:
 		r.Reason, r.Message, r.Since = c.Reason, c.Message, c.LastTransitionTime.Time

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"net/http"
 	"time"
 
 	"k8s.io/client-go/dynamic"
@@ -15,6 +16,7 @@ import (
 	rotav1 "github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
 	reservationcontroller "github.com/rota-dev/rota/pkg/reservation/controller"
 	schedulecontroller "github.com/rota-dev/rota/pkg/schedule/controller"
+	"github.com/rota-dev/rota/pkg/usage"
 )
 
 // deps is what every controller started by `run` may use. The binary owns
@@ -38,6 +40,19 @@ type settings struct {
 	PassPeriod     time.Duration
 	ProgressPeriod time.Duration
 	Workers        int
+	// BudgetWebhookURL, when set, turns the budget hook on
+	// (schedulecontroller.WebhookBudget), each call bounded by
+	// BudgetWebhookTimeout.
+	BudgetWebhookURL     string
+	BudgetWebhookTimeout time.Duration
+}
+
+// budget is the budget hook the settings ask for, or nil (off).
+func (s settings) budget() schedulecontroller.BudgetChecker {
+	if s.BudgetWebhookURL == "" {
+		return nil
+	}
+	return schedulecontroller.WebhookBudget{URL: s.BudgetWebhookURL, Client: &http.Client{Timeout: s.BudgetWebhookTimeout}}
 }
 
 // runnable is a started controller: it runs until ctx ends.
@@ -59,7 +74,20 @@ func controllers() []controllerEntry {
 	return []controllerEntry{
 		{Name: "deployschedule", New: newDeployScheduleController},
 		{Name: "gpureservation", New: newGPUReservationController},
+		{Name: "usage", New: newUsageMeter},
 	}
+}
+
+// newUsageMeter counts reservation-hours and GPU-hours per tenant and
+// model (pkg/usage) into the binary's registry.
+func newUsageMeter(d deps) (runnable, error) {
+	meter := usage.NewMeter()
+	if d.Registry != nil {
+		if err := meter.Register(d.Registry); err != nil {
+			return nil, err
+		}
+	}
+	return usage.NewRunner(meter, d.Clock, usage.DefaultPeriod, d.Factory), nil
 }
 
 func newDeployScheduleController(d deps) (runnable, error) {
@@ -69,6 +97,7 @@ func newDeployScheduleController(d deps) (runnable, error) {
 		GateNamespace: d.Namespace, GateName: d.Settings.GateName,
 		PassPeriod: d.Settings.PassPeriod, ProgressPeriod: d.Settings.ProgressPeriod,
 		Registry: d.Registry,
+		Budget:   d.Settings.budget(),
 	})
 }
 

@@ -5,12 +5,14 @@ import (
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/util"
 
 	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
+	"github.com/rota-dev/rota/pkg/waits"
 )
 
 // Bind binds a tiered pod itself so that its rota.dev/tier and
@@ -38,9 +40,30 @@ func (pl *Tiering) Bind(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nod
 	}
 	logger.V(3).Info("Binding tiered pod", "pod", klog.KObj(pod), "node", klog.KRef("", nodeName), "tier", binding.Annotations[gpuv1.TierAnnotation])
 	if err := pl.bind(ctx, binding); err != nil {
-		return statusError(logger, fmt.Errorf("bind pod %s to node %s: %w", klog.KObj(pod), nodeName, err), "pod", klog.KObj(pod), "node", nodeName)
+		cause := waits.BindError
+		if apierrors.IsConflict(err) {
+			cause = waits.BindingConflict
+		}
+		pl.metrics.bindingFailures.WithLabelValues(string(cause), stageBind).Inc()
+		return statusError(logger, fmt.Errorf("%s: bind pod %s to node %s: %w", cause, klog.KObj(pod), nodeName, err), "pod", klog.KObj(pod), "node", nodeName)
 	}
 	return nil
+}
+
+// The stages a placement can fail to bind at, the stage label of
+// rota_tiering_binding_failures_total.
+const (
+	stageReserve = "reserve"
+	stagePreBind = "prebind"
+	stageBind    = "bind"
+)
+
+// bindFailed counts a placement that cannot be bound and returns the
+// status that sends the pod back to the queue, its message starting with
+// the cause.
+func (pl *Tiering) bindFailed(logger klog.Logger, pod *v1.Pod, stage string, cause waits.BindFailure, msg string) *fwk.Status {
+	pl.metrics.bindingFailures.WithLabelValues(string(cause), stage).Inc()
+	return statusUnschedulable(logger.WithCallDepth(1), string(cause)+": "+msg, "pod", klog.KObj(pod), "stage", stage)
 }
 
 // bind writes the binding the way DefaultBinder does: through the

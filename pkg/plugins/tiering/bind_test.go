@@ -95,9 +95,10 @@ func TestBind(t *testing.T) {
 	}
 }
 
-// TestBindError: a refused binding is an error status that names the pod
-// and node and wraps the apiserver's error, so the scheduler unreserves and
-// retries the pod.
+// TestBindError: a refused binding is an error status that names its
+// cause (BindingConflict for the apiserver's 409), the pod and node, and
+// wraps the apiserver's error, so the scheduler unreserves and retries the
+// pod.
 func TestBindError(t *testing.T) {
 	e := newEnv(t, []*v1.Node{testNode("node-a")},
 		[]*resourceapi.ResourceSlice{testSlice("node-a", gpus("H100", 80, 1)...)},
@@ -121,7 +122,7 @@ func TestBindError(t *testing.T) {
 		t.Fatalf("Bind: %v, want Error", st)
 	}
 	err := st.AsError()
-	if want := "bind pod default/p to node node-a: "; !strings.HasPrefix(err.Error(), want) {
+	if want := "BindingConflict: bind pod default/p to node node-a: "; !strings.HasPrefix(err.Error(), want) {
 		t.Errorf("Bind error %q, want prefix %q", err, want)
 	}
 	if !apierrors.IsConflict(err) {

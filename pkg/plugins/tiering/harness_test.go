@@ -190,6 +190,13 @@ func newEnv(tb testing.TB, nodes []*v1.Node, slices []*resourceapi.ResourceSlice
 	if err != nil {
 		tb.Fatalf("create Tiering: %v", err)
 	}
+	// The nodes are in the API as well as in the snapshot: Tiering's
+	// recheck tells a removed node (NodeLost) from the node informer.
+	for _, n := range nodes {
+		if _, err := client.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); err != nil {
+			tb.Fatal(err)
+		}
+	}
 	for _, s := range slices {
 		if _, err := client.ResourceV1().ResourceSlices().Create(ctx, s, metav1.CreateOptions{}); err != nil {
 			tb.Fatal(err)

@@ -15,6 +15,7 @@ type pluginMetrics struct {
 	placements      *metrics.CounterVec
 	rejections      *metrics.CounterVec
 	healthRechecks  *metrics.CounterVec
+	bindingFailures *metrics.CounterVec
 	timeToPlacement *metrics.Histogram
 }
 
@@ -39,6 +40,12 @@ func newMetrics() *pluginMetrics {
 			Help:           "Re-checks of granted devices at Reserve and PreBind, by result (ok, tainted, gone).",
 			StabilityLevel: metrics.ALPHA,
 		}, []string{"result"}),
+		bindingFailures: metrics.NewCounterVec(&metrics.CounterOpts{
+			Subsystem:      metricsSubsystem,
+			Name:           "binding_failures_total",
+			Help:           "Placements of tiered pods that could not be bound, by cause (BindingConflict, StaleResourceSlice, NodeLost, DeviceTainted, BindError) and stage (reserve, prebind, bind).",
+			StabilityLevel: metrics.ALPHA,
+		}, []string{"cause", "stage"}),
 		timeToPlacement: metrics.NewHistogram(&metrics.HistogramOpts{
 			Subsystem:      metricsSubsystem,
 			Name:           "time_to_placement_seconds",
@@ -59,7 +66,7 @@ var (
 func registerMetrics() *pluginMetrics {
 	registerOnce.Do(func() {
 		registered = newMetrics()
-		legacyregistry.MustRegister(registered.placements, registered.rejections, registered.healthRechecks, registered.timeToPlacement)
+		legacyregistry.MustRegister(registered.placements, registered.rejections, registered.healthRechecks, registered.bindingFailures, registered.timeToPlacement)
 	})
 	return registered
 }

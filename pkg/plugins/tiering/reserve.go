@@ -7,6 +7,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/dynamic-resource-allocation/structured"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -14,6 +15,7 @@ import (
 	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
 	"github.com/rota-dev/rota/pkg/gpupool"
 	"github.com/rota-dev/rota/pkg/plugins/cyclestate"
+	"github.com/rota-dev/rota/pkg/waits"
 )
 
 // grantedDevice is one device DynamicResources allocated for a tiered request.
@@ -73,7 +75,7 @@ func (pl *Tiering) Reserve(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, 
 			})
 		}
 	}
-	if st := pl.recheck(ctx, pod, s, p); st != nil {
+	if st := pl.recheck(ctx, pod, s, p, stageReserve); st != nil {
 		return st
 	}
 	p.passedOver = pl.passedOver(ctx, cs, s, p)
@@ -87,8 +89,11 @@ func (pl *Tiering) Unreserve(context.Context, fwk.CycleState, *v1.Pod, string) {
 
 // recheck looks the granted devices up in the current slices (with
 // DeviceTaintRules applied) and fills in their UUID and model.
-func (pl *Tiering) recheck(ctx context.Context, pod *v1.Pod, s *preFilterState, p *placement) *fwk.Status {
+func (pl *Tiering) recheck(ctx context.Context, pod *v1.Pod, s *preFilterState, p *placement, stage string) *fwk.Status {
 	logger := klog.FromContext(ctx)
+	if _, err := pl.nodes.Get(p.node); apierrors.IsNotFound(err) {
+		return pl.bindFailed(logger, pod, stage, waits.NodeLost, fmt.Sprintf("node %s was removed before binding", p.node))
+	}
 	slices, err := pl.dra.ResourceSlices().ListWithDeviceTaintRules()
 	if err != nil {
 		return statusError(logger, fmt.Errorf("list ResourceSlices: %w", err))
@@ -115,7 +120,8 @@ func (pl *Tiering) recheck(ctx context.Context, pod *v1.Pod, s *preFilterState, 
 		d, ok := devices[g.id]
 		if !ok {
 			pl.metrics.healthRechecks.WithLabelValues("gone").Inc()
-			return statusUnschedulable(logger, fmt.Sprintf("device %s on node %s disappeared before binding", g.id, p.node), "pod", klog.KObj(pod))
+			return pl.bindFailed(logger, pod, stage, waits.StaleResourceSlice,
+				fmt.Sprintf("device %s on node %s is no longer published by its ResourceSlices; placing the pod again with the current ones", g.id, p.node))
 		}
 		var tol []resourceapi.DeviceToleration
 		if req, ti, ok := requestTierByRef(s, g.request); ok {
@@ -123,7 +129,8 @@ func (pl *Tiering) recheck(ctx context.Context, pod *v1.Pod, s *preFilterState, 
 		}
 		if t := gpupool.BlockingTaint(d, tol); t != nil {
 			pl.metrics.healthRechecks.WithLabelValues("tainted").Inc()
-			return statusUnschedulable(logger, fmt.Sprintf("device %s on node %s turned unhealthy before binding (taint %s)", g.id, p.node, t.Key), "pod", klog.KObj(pod))
+			return pl.bindFailed(logger, pod, stage, waits.DeviceTainted,
+				fmt.Sprintf("device %s on node %s turned unhealthy before binding (taint %s)", g.id, p.node, t.Key))
 		}
 		g.uuid = gpupool.StringAttribute(d, g.id.Driver.String(), gpuv1.AttributeUUID)
 		g.model = gpupool.StringAttribute(d, g.id.Driver.String(), gpuv1.AttributeModel)
@@ -163,7 +170,7 @@ func (pl *Tiering) PreBind(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, 
 	if err != nil {
 		return statusError(klog.FromContext(ctx), err)
 	}
-	return pl.recheck(ctx, pod, s, p)
+	return pl.recheck(ctx, pod, s, p, stagePreBind)
 }
 
 // PostBind explains the placement: a TieredPlacement Event and the

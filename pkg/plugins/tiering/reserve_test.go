@@ -79,7 +79,7 @@ func TestReserveRechecksHealth(t *testing.T) {
 			}
 			st := e.tiering.Reserve(e.ctx, cs, pod, "node-a")
 			if taint {
-				want := "device gpu.rota.dev/node-a/gpu-0 on node node-a turned unhealthy before binding (taint gpu.rota.dev/unhealthy)"
+				want := "DeviceTainted: device gpu.rota.dev/node-a/gpu-0 on node node-a turned unhealthy before binding (taint gpu.rota.dev/unhealthy)"
 				if st.Code() != fwk.Unschedulable || st.Message() != want {
 					t.Errorf("Reserve: %v, want Unschedulable %q", st, want)
 				}

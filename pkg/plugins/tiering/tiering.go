@@ -17,6 +17,7 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/dynamic-resource-allocation/cel"
 	"k8s.io/dynamic-resource-allocation/resourceclaim"
 	"k8s.io/dynamic-resource-allocation/structured"
@@ -60,6 +61,8 @@ type Tiering struct {
 	dra      fwk.SharedDRAManager
 	features structured.Features
 	metrics  *pluginMetrics
+	// nodes tell a node removed since the cycle began (NodeLost).
+	nodes corelisters.NodeLister
 	// caches are the slice index, compiled selectors and match results,
 	// shared with the scheduler's other Rota plugins.
 	caches *gpupool.Caches
@@ -99,6 +102,7 @@ func Factory(caches *gpupool.Caches) func(context.Context, runtime.Object, fwk.H
 			features: dynamicresources.AllocatorFeatures(schedulerFeatures()),
 			caches:   shared,
 			metrics:  registerMetrics(),
+			nodes:    h.SharedInformerFactory().Core().V1().Nodes().Lister(),
 		}, nil
 	}
 }

@@ -14,6 +14,7 @@ type pluginMetrics struct {
 	waits            *metrics.CounterVec
 	timeToAdmission  *metrics.HistogramVec
 	tieredPlacements *metrics.CounterVec
+	startFailures    *metrics.CounterVec
 }
 
 func newMetrics() *pluginMetrics {
@@ -37,6 +38,12 @@ func newMetrics() *pluginMetrics {
 			Help:           "Placed firstAvailable requests by tenant (namespace) and whether a later tier was granted (fallback=true); the fallback rate is their ratio.",
 			StabilityLevel: metrics.ALPHA,
 		}, []string{"namespace", "fallback"}),
+		startFailures: metrics.NewCounterVec(&metrics.CounterOpts{
+			Subsystem:      metricsSubsystem,
+			Name:           "start_failures_total",
+			Help:           "Placed Rota pods that turned StartFailed, by cause (prepare: the DRA driver's NodePrepareResources failed; cdi: the runtime could not inject the CDI devices) and tenant (namespace).",
+			StabilityLevel: metrics.ALPHA,
+		}, []string{"cause", "namespace"}),
 	}
 }
 
@@ -50,7 +57,7 @@ var (
 func registerMetrics() *pluginMetrics {
 	registerOnce.Do(func() {
 		registered = newMetrics()
-		legacyregistry.MustRegister(registered.waits, registered.timeToAdmission, registered.tieredPlacements)
+		legacyregistry.MustRegister(registered.waits, registered.timeToAdmission, registered.tieredPlacements, registered.startFailures)
 	})
 	return registered
 }

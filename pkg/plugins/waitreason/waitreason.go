@@ -112,6 +112,9 @@ func newWithClock(ctx context.Context, h fwk.Handle, clk clock.PassiveClock, cac
 	if err != nil {
 		return nil, fmt.Errorf("watch pod deletions: %w", err)
 	}
+	if err := pl.watchStarts(ctx, h); err != nil {
+		return nil, err
+	}
 	pl.writer.Run(ctx, 2)
 	return pl, nil
 }

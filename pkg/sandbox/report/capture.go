@@ -124,6 +124,9 @@ func (st *State) addPods(w *cluster.Watch) (map[string]*Pod, error) {
 		}
 		if p.Spec.NodeName == "" {
 			rp.Waiting = waitingOf(p)
+		} else if c := waits.Current(p); c != nil && c.Status == v1.ConditionTrue {
+			// Placed but not started (StartFailed): it still waits.
+			rp.Waiting = &Waiting{Reason: string(p.Status.Phase), Message: c.Message, Code: c.Reason}
 		}
 		st.Pods = append(st.Pods, rp)
 	}

@@ -54,7 +54,7 @@ func (d demands) ofReplica(ctx context.Context, t *target, pin bool) ([]podDeman
 			}
 			spec := tmpl.Spec.Spec
 			if uuids != nil {
-				spec = pinSpec(spec, uuids)
+				spec = pinSpec(spec, d.pins.namespace, t.spec.ReservationName, uuids)
 			}
 			pd.Specs = append(pd.Specs, spec)
 		}

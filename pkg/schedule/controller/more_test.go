@@ -7,6 +7,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -60,6 +61,42 @@ func TestReservationPinning(t *testing.T) {
 	}
 	if tmpl.Labels[gpuv1.PinnedFromLabel] != "gpu8" {
 		t.Errorf("pinned-from label %q", tmpl.Labels[gpuv1.PinnedFromLabel])
+	}
+	if got := tmpl.Annotations[gpuv1.ReservationAnnotation]; got != "llama-gpus" {
+		t.Errorf("reservation annotation %q, want llama-gpus", got)
+	}
+	// The held GPUs carry the reservation's taint: without its toleration
+	// the selector would leave the claim nothing to allocate.
+	tols := tmpl.Spec.Spec.Devices.Requests[0].Exactly.Tolerations
+	if len(tols) != 1 || tols[0].Key != gpuv1.ReservedTaintKey || tols[0].Value != gpuv1.ReservedTaintValue(ns, "llama-gpus") ||
+		tols[0].Operator != resourceapi.DeviceTolerationOpEqual || tols[0].Effect != resourceapi.DeviceTaintEffectNoSchedule {
+		t.Errorf("pinned tolerations %+v, want the reservation's %s=%s:NoSchedule", tols, gpuv1.ReservedTaintKey, gpuv1.ReservedTaintValue(ns, "llama-gpus"))
+	}
+}
+
+// A template that already tolerates the reservation and asks through
+// firstAvailable gets the selector on every subrequest and the toleration
+// once.
+func TestPinSpecSubrequestsAndExistingToleration(t *testing.T) {
+	tol := resourceapi.DeviceToleration{Key: gpuv1.ReservedTaintKey, Operator: resourceapi.DeviceTolerationOpEqual,
+		Value: gpuv1.ReservedTaintValue(ns, "r"), Effect: resourceapi.DeviceTaintEffectNoSchedule}
+	spec := resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{
+		Name: "gpu", FirstAvailable: []resourceapi.DeviceSubRequest{
+			{Name: "h200", DeviceClassName: gpuv1.DeviceClassName, Tolerations: []resourceapi.DeviceToleration{tol}},
+			{Name: "h100", DeviceClassName: gpuv1.DeviceClassName},
+		},
+	}}}}
+	out := pinSpec(spec, ns, "r", []string{"GPU-b", "GPU-a"})
+	for _, sub := range out.Devices.Requests[0].FirstAvailable {
+		if len(sub.Tolerations) != 1 || sub.Tolerations[0] != tol {
+			t.Errorf("subrequest %s tolerations %+v, want exactly %+v", sub.Name, sub.Tolerations, tol)
+		}
+		if len(sub.Selectors) != 1 || !strings.Contains(sub.Selectors[0].CEL.Expression, `uuid in ["GPU-b", "GPU-a"]`) {
+			t.Errorf("subrequest %s selectors %+v", sub.Name, sub.Selectors)
+		}
+	}
+	if len(spec.Devices.Requests[0].FirstAvailable[1].Tolerations) != 0 {
+		t.Error("pinSpec changed its input")
 	}
 }
 

@@ -66,6 +66,9 @@ type Options struct {
 	Failpoints Failpoints
 	// Registry, when set, receives the controller's metrics.
 	Registry metrics.KubeRegistry
+	// Budget, when set, is asked in every transition's preflight about what
+	// its acquire steps add (BudgetChecker). Nil (the default) is off.
+	Budget BudgetChecker
 }
 
 func (o *Options) defaultAndValidate() error {

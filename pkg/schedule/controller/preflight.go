@@ -23,13 +23,18 @@ type preflight struct {
 	aliases   aliasGuard
 	demand    demands
 	out       outcomes
+	// schedule and budget: the budget hook (nil: off) and the schedule's
+	// name it is told.
+	schedule string
+	budget   BudgetChecker
 }
 
 // check checks, read-only and before anything is released, everything
 // that could make the transition's acquire steps fail for good: eligibility of
 // every target in the transition, the alias guard of every stop, the config
-// of every acquire step and the namespace's device quota for the delta the
-// acquire steps add. On failure every step fails and nothing is released.
+// of every acquire step, the namespace's device quota for the delta the
+// acquire steps add, and the budget hook if one is configured. On failure
+// every step fails and nothing is released.
 func (f preflight) check(ctx context.Context, release, acquire []planned) (bool, error) {
 	fail := func(bad planned, reason, msg string) (bool, error) {
 		f.out.fail(bad.s, reason, msg)
@@ -76,6 +81,9 @@ func (f preflight) check(ctx context.Context, release, acquire []planned) (bool,
 		return fail(bad, ReasonQuotaRefused, withFix(ReasonQuotaRefused, "could not read quota (failing closed): "+err.Error()))
 	} else if msg != "" {
 		return fail(bad, ReasonQuotaRefused, withFix(ReasonQuotaRefused, msg))
+	}
+	if bad, msg := f.checkBudget(ctx, acquire, perReplica); msg != "" {
+		return fail(bad, ReasonBudgetRefused, withFix(ReasonBudgetRefused, msg))
 	}
 	return true, nil
 }

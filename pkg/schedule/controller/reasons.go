@@ -26,6 +26,7 @@ const (
 	ReasonDriftDetected       = "DriftDetected"
 	ReasonTransitionAborted   = "TransitionAborted"
 	ReasonInvalidSchedule     = "InvalidSchedule"
+	ReasonBudgetRefused       = "BudgetRefused"
 
 	// Events that are not phases.
 	ReasonCapacityReduced = "CapacityReduced"
@@ -60,6 +61,9 @@ var fixes = map[string]string{
 	ReasonTransitionAborted: "Another target of this transition failed its preflight (see its status); " +
 		"fix it and request apply-now, or wait for the next interval.",
 	ReasonInvalidSchedule: "Fix the schedule spec as the message says.",
+	ReasonBudgetRefused: "The cluster's budget hook refused what this transition would start (its message says why): " +
+		"ask the budget's owner, or lower the incoming target's replicas or devices; if the hook could not be reached, fix it " +
+		"(it fails closed). Nothing was released; request apply-now once it allows the transition.",
 }
 
 // fixFor returns the fix text of a terminal reason ("" if none).

@@ -17,6 +17,7 @@ import (
 
 	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
 	"github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
+	"github.com/rota-dev/rota/pkg/reservation"
 )
 
 // errReservation says a target's GPUReservation cannot be used yet.
@@ -55,9 +56,13 @@ func (rs reservations) uuids(ctx context.Context, name string) ([]string, error)
 }
 
 // pinSpec returns spec with every device request (and firstAvailable
-// subrequest) restricted to the given GPU UUIDs by a CEL selector.
-func pinSpec(spec resourceapi.ResourceClaimSpec, uuids []string) resourceapi.ResourceClaimSpec {
+// subrequest) restricted to the given GPU UUIDs by a CEL selector and
+// tolerating the taint the reservation namespace/name holds them with: the
+// selector alone would leave only tainted GPUs, which the allocator never
+// gives to a claim without the toleration.
+func pinSpec(spec resourceapi.ResourceClaimSpec, namespace, name string, uuids []string) resourceapi.ResourceClaimSpec {
 	out := *spec.DeepCopy()
+	tol := reservation.Toleration(namespace, name)
 	quoted := make([]string, len(uuids))
 	for i, u := range uuids {
 		quoted[i] = strconv.Quote(u)
@@ -68,12 +73,25 @@ func pinSpec(spec resourceapi.ResourceClaimSpec, uuids []string) resourceapi.Res
 		r := &out.Devices.Requests[i]
 		if r.Exactly != nil {
 			r.Exactly.Selectors = append(r.Exactly.Selectors, sel)
+			r.Exactly.Tolerations = withToleration(r.Exactly.Tolerations, tol)
 		}
 		for j := range r.FirstAvailable {
-			r.FirstAvailable[j].Selectors = append(r.FirstAvailable[j].Selectors, sel)
+			sub := &r.FirstAvailable[j]
+			sub.Selectors = append(sub.Selectors, sel)
+			sub.Tolerations = withToleration(sub.Tolerations, tol)
 		}
 	}
 	return out
+}
+
+// withToleration appends tol unless tols already holds it.
+func withToleration(tols []resourceapi.DeviceToleration, tol resourceapi.DeviceToleration) []resourceapi.DeviceToleration {
+	for _, t := range tols {
+		if t.Key == tol.Key && t.Operator == tol.Operator && t.Value == tol.Value && t.Effect == tol.Effect {
+			return tols
+		}
+	}
+	return append(tols, tol)
 }
 
 // get reads a GPUReservation (status only is used).
@@ -96,7 +114,9 @@ func (rs reservations) pin(ctx context.Context, name string, wl *workload) (map[
 	if err != nil {
 		return nil, err
 	}
-	sum := sha256.Sum256([]byte(strings.Join(uuids, ",")))
+	// The hash covers the reservation as well as its GPUs: the copy carries
+	// the reservation's toleration.
+	sum := sha256.Sum256([]byte(gpuv1.ReservedTaintValue(rs.namespace, name) + ":" + strings.Join(uuids, ",")))
 	suffix := "-pin-" + hex.EncodeToString(sum[:])[:10]
 	client := rs.client.ResourceV1().ResourceClaimTemplates(wl.Namespace)
 	out := map[string]string{}
@@ -114,21 +134,21 @@ func (rs reservations) pin(ctx context.Context, name string, wl *workload) (map[
 				return nil, fmt.Errorf("get ResourceClaimTemplate %s: %w", orig, err)
 			}
 		}
-		name := truncateName(base.Name, suffix)
-		out[tmpl.Name] = name
-		if name == tmpl.Name {
+		pinnedName := truncateName(base.Name, suffix)
+		out[tmpl.Name] = pinnedName
+		if pinnedName == tmpl.Name {
 			continue
 		}
 		pinned := &resourceapi.ResourceClaimTemplate{
 			ObjectMeta: metav1.ObjectMeta{
-				Name: name, Namespace: wl.Namespace,
+				Name: pinnedName, Namespace: wl.Namespace,
 				Labels:      map[string]string{gpuv1.PinnedFromLabel: base.Name},
 				Annotations: map[string]string{gpuv1.ReservationAnnotation: name},
 			},
-			Spec: resourceapi.ResourceClaimTemplateSpec{ObjectMeta: base.Spec.ObjectMeta, Spec: pinSpec(base.Spec.Spec, uuids)},
+			Spec: resourceapi.ResourceClaimTemplateSpec{ObjectMeta: base.Spec.ObjectMeta, Spec: pinSpec(base.Spec.Spec, rs.namespace, name, uuids)},
 		}
 		if _, err := client.Create(ctx, pinned, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return nil, fmt.Errorf("create pinned ResourceClaimTemplate %s: %w", name, err)
+			return nil, fmt.Errorf("create pinned ResourceClaimTemplate %s: %w", pinnedName, err)
 		}
 	}
 	return out, nil

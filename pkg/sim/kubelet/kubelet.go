@@ -42,6 +42,8 @@ type podState struct {
 	prepared []types.UID
 	// retry is the current back-off after a failure, zero when none.
 	retry time.Duration
+	// prepareErr is the last prepare failure reported in an Event.
+	prepareErr string
 }
 
 type preparedClaim struct {
@@ -280,6 +282,7 @@ func (k *Kubelet) syncRunning(ctx context.Context, key string, pod *v1.Pod, st *
 		}
 		if err := k.prepare(ctx, pod, st); err != nil {
 			logger.Error(err, "Preparing claims failed; retrying", "pod", klog.KObj(pod))
+			k.prepareFailed(ctx, pod, st, err)
 			k.retryLater(key, st)
 			return
 		}

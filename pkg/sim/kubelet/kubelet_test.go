@@ -2,6 +2,7 @@ package kubelet
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -26,6 +27,8 @@ import (
 type recordingPlugin struct {
 	mu                   sync.Mutex
 	prepared, unprepared []string
+	// fail, when set, is the error every claim's prepare answers.
+	fail string
 }
 
 func (p *recordingPlugin) NodePrepareResources(_ context.Context, in *drapb.NodePrepareResourcesRequest, _ ...grpc.CallOption) (*drapb.NodePrepareResourcesResponse, error) {
@@ -33,10 +36,20 @@ func (p *recordingPlugin) NodePrepareResources(_ context.Context, in *drapb.Node
 	defer p.mu.Unlock()
 	resp := &drapb.NodePrepareResourcesResponse{Claims: map[string]*drapb.NodePrepareResourceResponse{}}
 	for _, c := range in.Claims {
+		if p.fail != "" {
+			resp.Claims[c.Uid] = &drapb.NodePrepareResourceResponse{Error: p.fail}
+			continue
+		}
 		p.prepared = append(p.prepared, c.Namespace+"/"+c.Name)
 		resp.Claims[c.Uid] = &drapb.NodePrepareResourceResponse{}
 	}
 	return resp, nil
+}
+
+func (p *recordingPlugin) setFail(msg string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.fail = msg
 }
 
 func (p *recordingPlugin) NodeUnprepareResources(_ context.Context, in *drapb.NodeUnprepareResourcesRequest, _ ...grpc.CallOption) (*drapb.NodeUnprepareResourcesResponse, error) {
@@ -193,6 +206,49 @@ func TestPodStartsAfterDelaysOnTheClock(t *testing.T) {
 	if phase, _ := phaseAndReady(h.pod("elsewhere")); phase != v1.PodPending {
 		t.Errorf("a pod of another node is %s", phase)
 	}
+}
+
+// TestPrepareFailureIsReported: as the kubelet does, a failed prepare
+// leaves the pod Pending and records one Warning Event
+// FailedPrepareDynamicResources on it per distinct error, however often it
+// retries; once prepare succeeds the pod runs.
+func TestPrepareFailureIsReported(t *testing.T) {
+	h := newHarness(t)
+	h.plugin.setFail("GpuConfig for request \"gpu\": memoryMiB 200000 exceeds the 81920 MiB of gpu-0")
+	h.run(Options{StartDelay: 5 * time.Second, ReadyDelay: 10 * time.Second, RetryDelay: 10 * time.Second})
+	if _, err := h.client.ResourceV1().ResourceClaims("ml").Create(h.ctx, allocatedClaim("train-gpu"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.client.CoreV1().Pods("ml").Create(h.ctx, boundPod("train", "node-a"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	events := func() []v1.Event {
+		list, err := h.client.CoreV1().Events("ml").List(h.ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return list.Items
+	}
+	h.step(5 * time.Second)
+	h.eventually("a FailedPrepareDynamicResources event", func() bool { return len(events()) > 0 })
+	h.step(10 * time.Second) // the retry fails the same way
+	h.step(20 * time.Second)
+	evs := events()
+	if len(evs) != 1 {
+		t.Fatalf("%d events, want 1 for one distinct error: %+v", len(evs), evs)
+	}
+	ev := evs[0]
+	if ev.Reason != "FailedPrepareDynamicResources" || ev.Type != v1.EventTypeWarning || ev.InvolvedObject.Name != "train" ||
+		ev.InvolvedObject.Kind != "Pod" || !strings.Contains(ev.Message, "Failed to prepare dynamic resources: ") ||
+		!strings.Contains(ev.Message, "memoryMiB 200000 exceeds") {
+		t.Errorf("event %s %s on %s %s: %q", ev.Type, ev.Reason, ev.InvolvedObject.Kind, ev.InvolvedObject.Name, ev.Message)
+	}
+	if phase, _ := phaseAndReady(h.pod("train")); phase != v1.PodPending {
+		t.Errorf("pod is %s with its claims unprepared", phase)
+	}
+	h.plugin.setFail("")
+	h.step(40 * time.Second)
+	h.eventually("pod Running once prepare succeeds", func() bool { p, _ := phaseAndReady(h.pod("train")); return p == v1.PodRunning })
 }
 
 // TestReadyWhileTheInformerLags holds back every pod event after the first,

@@ -6,7 +6,12 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
 )
+
+// prepareFailedReason is the kubelet's Event reason for a failed
+// NodePrepareResources (k8s.io/kubernetes/pkg/kubelet/events).
+const prepareFailedReason = "FailedPrepareDynamicResources"
 
 // updateStatus writes the status of a pod whose containers run since
 // st.startedAt, ready or not yet.
@@ -64,4 +69,30 @@ func isReady(pod *v1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// prepareFailed records the Warning Event the kubelet records when
+// NodePrepareResources fails for a pod (reason
+// FailedPrepareDynamicResources, Kubernetes 1.37 kuberuntime), once per
+// distinct error: the pod stays Pending and the kubelet retries.
+func (k *Kubelet) prepareFailed(ctx context.Context, pod *v1.Pod, st *podState, err error) {
+	msg := "Failed to prepare dynamic resources: " + err.Error()
+	if st.prepareErr == msg {
+		return
+	}
+	now := metav1.NewTime(k.o.Clock.Now())
+	ev := &v1.Event{
+		ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, GenerateName: pod.Name + "."},
+		InvolvedObject: v1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: pod.Namespace, Name: pod.Name,
+			UID: pod.UID, ResourceVersion: pod.ResourceVersion},
+		Reason: prepareFailedReason, Message: msg, Type: v1.EventTypeWarning,
+		Source:         v1.EventSource{Component: "kubelet", Host: k.o.NodeName},
+		FirstTimestamp: now, LastTimestamp: now, Count: 1,
+		ReportingController: "kubelet", ReportingInstance: k.o.NodeName,
+	}
+	if _, err := k.o.Client.CoreV1().Events(pod.Namespace).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
+		klog.FromContext(ctx).V(2).Info("Could not record prepare failure", "pod", klog.KObj(pod), "err", err)
+		return
+	}
+	st.prepareErr = msg
 }

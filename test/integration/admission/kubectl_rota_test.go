@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -100,6 +101,12 @@ func checkKubectlRota(t *testing.T, cp *framework.ControlPlane) {
 		if !strings.Contains(pool, want) {
 			t.Errorf("kubectl rota pool: missing %q", want)
 		}
+	}
+	// The tenant summary below the GPUs: team-a's two pods hold two H100s,
+	// no reservation.
+	if !regexp.MustCompile(`(?m)^TENANT\s+MODEL\s+RESERVED\s+CHARGED$`).MatchString(pool) ||
+		!regexp.MustCompile(`(?m)^team-a\s+H100\s+0\s+2$`).MatchString(pool) {
+		t.Errorf("kubectl rota pool: no tenant summary charging team-a 2 H100s")
 	}
 	var rows []map[string]any
 	if err := json.Unmarshal([]byte(runKubectlRota(t, cp, "pool", "-o", "json")), &rows); err != nil || len(rows) != 4 {

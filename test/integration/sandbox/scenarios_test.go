@@ -170,3 +170,14 @@ func TestScenarioFragmentationConflict(t *testing.T) {
 		t.Errorf("t30: B's ranks run on %v, want them waiting", got)
 	}
 }
+
+// TestScenarioStartFailed: a pod placed on a node whose driver refuses its
+// claim at prepare waits with StartFailed and the driver's message, not in
+// silence; once its Deployment asks for a claim the driver can prepare,
+// the new pod runs.
+func TestScenarioStartFailed(t *testing.T) {
+	rep := playScenario(t, "start-failed")
+	if !rep.Passed {
+		t.Error("report says FAIL")
+	}
+}

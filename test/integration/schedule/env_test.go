@@ -61,6 +61,8 @@ type env struct {
 	cp    *framework.ControlPlane
 	clock *clocktesting.FakeClock
 	sim   *podSim
+	// budget, when set before startController, is the controller's budget hook.
+	budget controller.BudgetChecker
 }
 
 func newEnv(t *testing.T, start time.Time, nodes map[string]int) *env {
@@ -148,6 +150,7 @@ func (e *env) startControllerAs(client kubernetes.Interface, dyn dynamic.Interfa
 		Recorder:      recorder,
 		DynFactory:    dynFactory,
 		GateNamespace: gateNS, Failpoints: fp,
+		Budget: e.budget,
 	})
 	if err != nil {
 		cancel()
