@@ -7,6 +7,7 @@ import (
 	"time"
 
 	resourceapi "k8s.io/api/resource/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -108,6 +109,23 @@ func TestClassNeverSelectsUntaintedGPUs(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// settle waits until the controller's informer holds what the fake
+	// API server holds: the fake lets a status write from a stale copy
+	// overwrite the spec, which a real API server refuses.
+	settle := func() {
+		t.Helper()
+		err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+			stored, err := dyn.Resource(rotav1.GPUReservationsResource).Namespace("ns").Get(ctx, "r", metav1.GetOptions{})
+			if err != nil {
+				return false, nil
+			}
+			cached, err := c.reservations.ByNamespace("ns").Get("r")
+			return err == nil && apiequality.Semantic.DeepEqual(stored, cached), nil
+		})
+		if err != nil {
+			t.Fatalf("the informer did not catch up: %v", err)
+		}
+	}
 	// syncUntil syncs (the informers catch up between tries) until the
 	// rules hold exactly the devices want.
 	syncUntil := func(what string, want ...string) {
@@ -128,8 +146,11 @@ func TestClassNeverSelectsUntaintedGPUs(t *testing.T) {
 		}
 	}
 	setUUIDs("GPU-gpu-0")
+	settle()
 	syncUntil("hold gpu-0", "gpu-0")
+	settle()
 	setUUIDs("GPU-gpu-1")
+	settle()
 	syncUntil("move the hold to gpu-1", "gpu-1")
 	if err := dyn.Resource(rotav1.GPUReservationsResource).Namespace("ns").Delete(ctx, "r", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
