@@ -33,13 +33,19 @@ type env struct {
 	alice, bob kubernetes.Interface
 }
 
-// setup starts kube-apiserver with RBAC, runs the ClusterRole aggregation
+// setup starts kube-apiserver with RBAC (and resource.k8s.io's beta
+// versions served), runs the ClusterRole aggregation
 // controller, applies the driver's DeviceClasses and the admission and
 // reservation manifests as shipped, makes alice admin of team-a and bob of
 // team-b, and waits until every shipped policy decides.
 func setup(t *testing.T) *env {
 	t.Helper()
-	cp := framework.StartControlPlaneWith(t, framework.ControlPlaneOptions{APIServerFlags: []string{"--authorization-mode=RBAC"}})
+	cp := framework.StartControlPlaneWith(t, framework.ControlPlaneOptions{APIServerFlags: []string{
+		"--authorization-mode=RBAC",
+		// resource.k8s.io's beta versions are off by default in 1.37; a
+		// cluster may still serve them, and the policies must hold there.
+		"--runtime-config=resource.k8s.io/v1beta1=true,resource.k8s.io/v1beta2=true",
+	}})
 	cp.StartRoleAggregation(t)
 	cp.ApplyManifests(t, "manifests/driver/namespace.yaml", "manifests/driver/deviceclass.yaml")
 	cp.ApplyManifests(t, framework.ManifestDir(t, "manifests/admission")...)
