@@ -37,8 +37,10 @@ type Plugin struct {
 	Metrics *driver.Metrics
 	// Mock is the simulated NVML, nil on real GPUs.
 	Mock *gpu.Mock
-	// HTTPAddr is where /healthz, /readyz and /metrics listen ("" when off).
+	// HTTPAddr is where /healthz and /readyz listen ("" when off).
 	HTTPAddr string
+	// MetricsAddr is where /metrics listens ("" when off).
+	MetricsAddr string
 
 	ctx    context.Context
 	cancel context.CancelCauseFunc
@@ -106,8 +108,16 @@ func Start(ctx context.Context, o Options, extra Extra) (*Plugin, error) {
 		return nil, err
 	}
 	if o.HTTPAddress != "" {
-		if err := p.serveHTTP(ctx, o.HTTPAddress); err != nil {
+		if p.HTTPAddr, err = p.serve(ctx, o.HTTPAddress, p.healthMux()); err != nil {
 			return nil, err
+		}
+	}
+	if o.MetricsAddress != "" {
+		if p.MetricsAddr, err = p.serve(ctx, o.MetricsAddress, p.metricsMux()); err != nil {
+			return nil, err
+		}
+		if !loopback(p.MetricsAddr) {
+			klog.FromContext(ctx).Info("Serving /metrics without authentication beyond this host; restrict who can reach it (e.g. a NetworkPolicy)", "address", p.MetricsAddr)
 		}
 	}
 	ok = true
@@ -229,9 +239,10 @@ func kubeClient(kubeconfig string) (kubernetes.Interface, error) {
 	return cs, nil
 }
 
-// serveHTTP serves /healthz (the process runs), /readyz (the kubelet
-// registered the plugin) and /metrics.
-func (p *Plugin) serveHTTP(ctx context.Context, addr string) error {
+// healthMux serves /healthz (the process runs) and /readyz (the kubelet
+// registered the plugin), what the kubelet's probes ask, on the pod's
+// address.
+func (p *Plugin) healthMux() *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
@@ -241,21 +252,46 @@ func (p *Plugin) serveHTTP(ctx context.Context, addr string) error {
 		}
 		_, _ = w.Write([]byte("ok"))
 	})
+	return mux
+}
+
+// metricsMux serves /metrics on its own listener, unauthenticated: on the
+// loopback interface by default (--metrics-address), as kube-proxy serves
+// its metrics, so that only the pod itself (a sidecar) reads them, while
+// the kubelet's probes reach /healthz and /readyz on the pod's address.
+func (p *Plugin) metricsMux() *http.ServeMux {
+	mux := http.NewServeMux()
 	mux.Handle("/metrics", p.Metrics.Handler())
+	return mux
+}
+
+// serve listens on addr and serves mux until ctx ends; it returns the
+// address it listens on.
+func (p *Plugin) serve(ctx context.Context, addr string, mux *http.ServeMux) (string, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return fmt.Errorf("listening on %s: %w", addr, err)
+		return "", fmt.Errorf("listening on %s: %w", addr, err)
 	}
-	p.HTTPAddr = ln.Addr().String()
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	p.goRun(func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			klog.FromContext(ctx).Error(err, "HTTP server failed")
+			klog.FromContext(ctx).Error(err, "HTTP server failed", "address", ln.Addr().String())
 		}
 	})
 	p.goRun(func() {
 		<-ctx.Done()
 		_ = srv.Close()
 	})
-	return nil
+	return ln.Addr().String(), nil
+}
+
+// loopback reports whether addr (host:port) listens on a loopback address
+// only.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return host == "localhost" || (ip != nil && ip.IsLoopback())
 }

@@ -195,7 +195,7 @@ func TestReservationControllerLeastPrivilege(t *testing.T) {
 		startReservationControllerAs(t, sa, saDyn)
 		res := &rotav1.GPUReservation{
 			ObjectMeta: metav1.ObjectMeta{Namespace: teamA, Name: "serving"},
-			Spec:       rotav1.GPUReservationSpec{NodeName: gpuNode, Count: ptr.To[int32](1), Mode: rotav1.ReservationExclusive, Headroom: "0.95",
+			Spec: rotav1.GPUReservationSpec{NodeName: gpuNode, Count: ptr.To[int32](1), Mode: rotav1.ReservationExclusive, Headroom: "0.95",
 				Members: []rotav1.ReservationMember{{Name: "api", WorkloadRef: rotav1.WorkloadReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "api"}}}},
 		}
 		u, err := rsv.ToUnstructured(res)
