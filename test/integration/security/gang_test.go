@@ -97,4 +97,3 @@ func TestGangTurnsPerTenant(t *testing.T) {
 		}
 	}
 }
-
