@@ -147,7 +147,15 @@ func TestGPUPodsScheduledByRota(t *testing.T) {
 		if err != nil {
 			return false, err.Error(), nil
 		}
-		return p.Spec.SchedulerName == "ops-scheduler", "ops pod scheduler " + p.Spec.SchedulerName, nil
+		if p.Spec.SchedulerName != "ops-scheduler" {
+			return false, "ops pod scheduler " + p.Spec.SchedulerName, nil
+		}
+		// Exempt pods are not routed either.
+		p, err = e.cp.Client.CoreV1().Pods("ops").Create(ctx, gpuPod("ops", "default", ""), dryRun)
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		return p.Spec.SchedulerName == v1.DefaultSchedulerName, "ops pod on the default scheduler routed to " + p.Spec.SchedulerName, nil
 	})
 	if _, err := e.bob.CoreV1().Pods(teamB).Create(ctx, func() *v1.Pod { p := gpuPod(teamB, "urgent", ""); p.Spec.PriorityClassName = "urgent"; return p }(), dryRun); err == nil {
 		t.Errorf("team-b may use the PriorityClass the admin allowed for team-a only")
