@@ -27,6 +27,7 @@ type Options struct {
 	Kubeconfig     string
 	HTTPAddress    string
 	MetricsAddress string
+	MetricsSecure  bool
 	NvidiaSMI      string
 	ProbeInterval  time.Duration
 	XIDHoldTime    time.Duration
@@ -76,7 +77,9 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "Kubeconfig file; in-cluster configuration when empty.")
 	fs.StringVar(&o.HTTPAddress, "http-address", o.HTTPAddress, "Address of /healthz and /readyz (the kubelet's probes); empty disables.")
 	fs.StringVar(&o.MetricsAddress, "metrics-address", o.MetricsAddress, "Address of /metrics, served without authentication: the pod's loopback by default (scrape it through a sidecar, "+
-		"e.g. a proxy that authenticates and authorizes the scraper); a wider address is only for networks where a NetworkPolicy limits who reaches it. Empty disables.")
+		"e.g. a proxy that authenticates and authorizes the scraper); a wider address is only for networks where a NetworkPolicy limits who reaches it, or with --metrics-secure. Empty disables.")
+	fs.BoolVar(&o.MetricsSecure, "metrics-secure", o.MetricsSecure, "Serve /metrics over TLS (a self-signed certificate) to callers whose bearer token the API server accepts (TokenReview) and who may get "+
+		"the non-resource URL /metrics (SubjectAccessReview), as kube components do. Needs create on tokenreviews and subjectaccessreviews (ClusterRole system:auth-delegator).")
 	fs.StringVar(&o.NvidiaSMI, "nvidia-smi", o.NvidiaSMI, "Path of nvidia-smi, used to set time slices (nvidia-smi on PATH when empty).")
 	fs.BoolVar(&o.ConsumableMemory, "consumable-memory", o.ConsumableMemory, "Publish every GPU as shareable (allowMultipleAllocations) with its memory as consumable capacity, "+
 		"the whole GPU by default: claims that ask for no memory keep a GPU to themselves, time-sliced claims asking capacity.requests.memory share one within its memory. "+

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -41,6 +42,9 @@ type Plugin struct {
 	HTTPAddr string
 	// MetricsAddr is where /metrics listens ("" when off).
 	MetricsAddr string
+	// client is the plugin's API client (also for --metrics-secure's
+	// token and access reviews).
+	client kubernetes.Interface
 
 	ctx    context.Context
 	cancel context.CancelCauseFunc
@@ -108,17 +112,12 @@ func Start(ctx context.Context, o Options, extra Extra) (*Plugin, error) {
 		return nil, err
 	}
 	if o.HTTPAddress != "" {
-		if p.HTTPAddr, err = p.serve(ctx, o.HTTPAddress, p.healthMux()); err != nil {
+		if p.HTTPAddr, err = p.serve(ctx, o.HTTPAddress, p.healthMux(), nil); err != nil {
 			return nil, err
 		}
 	}
-	if o.MetricsAddress != "" {
-		if p.MetricsAddr, err = p.serve(ctx, o.MetricsAddress, p.metricsMux()); err != nil {
-			return nil, err
-		}
-		if !loopback(p.MetricsAddr) {
-			klog.FromContext(ctx).Info("Serving /metrics without authentication beyond this host; restrict who can reach it (e.g. a NetworkPolicy)", "address", p.MetricsAddr)
-		}
+	if err := p.serveMetrics(ctx, &o); err != nil {
+		return nil, err
 	}
 	ok = true
 	return p, nil
@@ -174,6 +173,7 @@ func (p *Plugin) startDriver(ctx context.Context, o *Options, extra Extra, inv *
 			return err
 		}
 	}
+	p.client = client
 	p.Metrics = driver.NewMetrics()
 	fatal := extra.Fatal
 	if fatal == nil {
@@ -265,14 +265,41 @@ func (p *Plugin) metricsMux() *http.ServeMux {
 	return mux
 }
 
-// serve listens on addr and serves mux until ctx ends; it returns the
-// address it listens on.
-func (p *Plugin) serve(ctx context.Context, addr string, mux *http.ServeMux) (string, error) {
+// serveMetrics serves /metrics on --metrics-address: plainly, or with
+// --metrics-secure over TLS to authenticated, authorized callers only.
+func (p *Plugin) serveMetrics(ctx context.Context, o *Options) error {
+	if o.MetricsAddress == "" {
+		return nil
+	}
+	var h http.Handler = p.metricsMux()
+	var tlsConfig *tls.Config
+	if o.MetricsSecure {
+		var err error
+		if h, tlsConfig, err = secureMetrics(h, p.client); err != nil {
+			return err
+		}
+	}
+	var err error
+	if p.MetricsAddr, err = p.serve(ctx, o.MetricsAddress, h, tlsConfig); err != nil {
+		return err
+	}
+	if !o.MetricsSecure && !loopback(p.MetricsAddr) {
+		klog.FromContext(ctx).Info("Serving /metrics without authentication beyond this host; restrict who can reach it (a NetworkPolicy) or use --metrics-secure", "address", p.MetricsAddr)
+	}
+	return nil
+}
+
+// serve listens on addr and serves h until ctx ends, over TLS when
+// tlsConfig is set; it returns the address it listens on.
+func (p *Plugin) serve(ctx context.Context, addr string, h http.Handler, tlsConfig *tls.Config) (string, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return "", fmt.Errorf("listening on %s: %w", addr, err)
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	if tlsConfig != nil {
+		ln = tls.NewListener(ln, tlsConfig)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
 	p.goRun(func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			klog.FromContext(ctx).Error(err, "HTTP server failed", "address", ln.Addr().String())
