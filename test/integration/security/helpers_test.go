@@ -35,7 +35,7 @@ type env struct {
 
 // setup starts kube-apiserver with RBAC (and resource.k8s.io's beta
 // versions served), runs the ClusterRole aggregation
-// controller, applies the driver's DeviceClasses and the admission and
+// controller, applies the driver's DeviceClasses, RBAC and policy, and the admission and
 // reservation manifests as shipped, makes alice admin of team-a and bob of
 // team-b, and waits until every shipped policy decides.
 func setup(t *testing.T) *env {
@@ -47,7 +47,7 @@ func setup(t *testing.T) *env {
 		"--runtime-config=resource.k8s.io/v1beta1=true,resource.k8s.io/v1beta2=true",
 	}})
 	cp.StartRoleAggregation(t)
-	cp.ApplyManifests(t, "manifests/driver/namespace.yaml", "manifests/driver/deviceclass.yaml")
+	cp.ApplyManifests(t, "manifests/driver/namespace.yaml", "manifests/driver/deviceclass.yaml", "manifests/driver/rbac.yaml")
 	cp.ApplyManifests(t, framework.ManifestDir(t, "manifests/admission")...)
 	cp.ApplyManifests(t, framework.ManifestDir(t, "manifests/reservation")...)
 	e := &env{cp: cp, alice: cp.NamespaceAdmin(t, alice, teamA), bob: cp.NamespaceAdmin(t, bob, teamB)}
