@@ -14,7 +14,7 @@ func TestNoDriverExitsWithOneLine(t *testing.T) {
 		t.Skip("this machine has an NVIDIA driver")
 	}
 	for _, args := range [][]string{
-		{"--node-name", "n1", "--http-address", ""},
+		{"--node-name", "n1", "--http-address", "", "--metrics-address", ""},
 		{"discover", "--node-name", "n1"},
 	} {
 		var stderr bytes.Buffer

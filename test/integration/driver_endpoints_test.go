@@ -14,15 +14,18 @@ import (
 )
 
 // TestDriverEndpoints checks liveness, readiness (which follows the kubelet's
-// registration answer) and the metrics a prepare leaves behind.
+// registration answer) and the metrics a prepare leaves behind, which are
+// served on their own listener, not on the probes' address.
 func TestDriverEndpoints(t *testing.T) {
 	ctx := context.Background()
 	cp := framework.StartControlPlane(t)
 	cp.Create(t, framework.DeviceClass(), framework.Namespace("ml"))
-	n := startGPUNode(t, cp, "node-http", "l4x2", func(n *gpuNode) { n.opts.HTTPAddress = "127.0.0.1:0" })
-	get := func(path string) (int, string) {
+	n := startGPUNode(t, cp, "node-http", "l4x2", func(n *gpuNode) {
+		n.opts.HTTPAddress, n.opts.MetricsAddress = "127.0.0.1:0", "127.0.0.1:0"
+	})
+	getFrom := func(addr, path string) (int, string) {
 		t.Helper()
-		resp, err := http.Get("http://" + n.plugin.HTTPAddr + path)
+		resp, err := http.Get("http://" + addr + path)
 		if err != nil {
 			t.Fatalf("GET %s: %v", path, err)
 		}
@@ -30,6 +33,7 @@ func TestDriverEndpoints(t *testing.T) {
 		body, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(body)
 	}
+	get := func(path string) (int, string) { t.Helper(); return getFrom(n.plugin.HTTPAddr, path) }
 
 	if code, _ := get("/healthz"); code != http.StatusOK {
 		t.Errorf("/healthz = %d", code)
@@ -52,7 +56,11 @@ func TestDriverEndpoints(t *testing.T) {
 	if err := n.unprepare(ctx, claim); err != nil {
 		t.Fatal(err)
 	}
-	_, metrics := get("/metrics")
+	// /metrics is not on the probes' address, only on its own listener.
+	if code, _ := get("/metrics"); code != http.StatusNotFound {
+		t.Errorf("/metrics on the probes' address %s = %d, want 404", n.plugin.HTTPAddr, code)
+	}
+	_, metrics := getFrom(n.plugin.MetricsAddr, "/metrics")
 	for _, want := range []string{
 		`rota_driver_prepare_duration_seconds_count{result="success"} 1`,
 		`rota_driver_unprepare_duration_seconds_count{result="success"} 1`,

@@ -70,7 +70,7 @@ func startGPUNode(t testing.TB, cp *framework.ControlPlane, name, profile string
 	opts.RegistrarDir = filepath.Join(dir, "r")
 	opts.CheckpointDir = filepath.Join(dir, "p")
 	opts.BootIDFile = bootID
-	opts.HTTPAddress = ""
+	opts.HTTPAddress, opts.MetricsAddress = "", ""
 	opts.ProbeInterval = 100 * time.Millisecond
 	opts.XIDHoldTime = -1 // recovery as soon as the probe passes
 	opts.FaultPollEvery = 50 * time.Millisecond

@@ -51,7 +51,7 @@ func TestDriverGracefulShutdownOnSIGTERM(t *testing.T) {
 
 	args := []string{"--node-name", n.name, "--mock-profile", "l4x2", "--kubeconfig", cp.Kubeconfig,
 		"--cdi-root", n.opts.CDIRoot, "--plugin-data-dir", n.opts.PluginDataDir, "--registrar-dir", n.opts.RegistrarDir,
-		"--boot-id-file", n.opts.BootIDFile, "--http-address", "", "--shutdown-timeout", "10s", "-v=2"}
+		"--boot-id-file", n.opts.BootIDFile, "--http-address", "", "--metrics-address", "", "--shutdown-timeout", "10s", "-v=2"}
 	var logs bytes.Buffer
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = &logs, &logs

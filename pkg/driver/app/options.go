@@ -26,6 +26,8 @@ type Options struct {
 	BootIDFile     string
 	Kubeconfig     string
 	HTTPAddress    string
+	MetricsAddress string
+	MetricsSecure  bool
 	NvidiaSMI      string
 	ProbeInterval  time.Duration
 	XIDHoldTime    time.Duration
@@ -38,6 +40,10 @@ type Options struct {
 	ConsumableMemory bool
 }
 
+// DefaultMetricsAddress is where /metrics listens unless told otherwise:
+// the loopback interface only, as kube-proxy serves its metrics.
+const DefaultMetricsAddress = "127.0.0.1:8081"
+
 // DefaultOptions are the values the DaemonSet runs with.
 func DefaultOptions() Options {
 	return Options{
@@ -48,6 +54,7 @@ func DefaultOptions() Options {
 		RegistrarDir:   "/var/lib/kubelet/plugins_registry",
 		BootIDFile:     checkpoint.BootIDPath,
 		HTTPAddress:    ":8080",
+		MetricsAddress: DefaultMetricsAddress,
 		ProbeInterval:  5 * time.Second,
 		XIDHoldTime:    5 * time.Minute,
 		FaultPollEvery: 100 * time.Millisecond,
@@ -68,7 +75,11 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.CheckpointDir, "checkpoint-dir", o.CheckpointDir, "Directory of the checkpoint; defaults to --plugin-data-dir. Must survive plugin restarts.")
 	fs.StringVar(&o.BootIDFile, "boot-id-file", o.BootIDFile, "File holding the node's boot ID.")
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "Kubeconfig file; in-cluster configuration when empty.")
-	fs.StringVar(&o.HTTPAddress, "http-address", o.HTTPAddress, "Address of /healthz, /readyz and /metrics; empty disables.")
+	fs.StringVar(&o.HTTPAddress, "http-address", o.HTTPAddress, "Address of /healthz and /readyz (the kubelet's probes); empty disables.")
+	fs.StringVar(&o.MetricsAddress, "metrics-address", o.MetricsAddress, "Address of /metrics, served without authentication: the pod's loopback by default (scrape it through a sidecar, "+
+		"e.g. a proxy that authenticates and authorizes the scraper); a wider address is only for networks where a NetworkPolicy limits who reaches it, or with --metrics-secure. Empty disables.")
+	fs.BoolVar(&o.MetricsSecure, "metrics-secure", o.MetricsSecure, "Serve /metrics over TLS (a self-signed certificate) to callers whose bearer token the API server accepts (TokenReview) and who may get "+
+		"the non-resource URL /metrics (SubjectAccessReview), as kube components do. Needs create on tokenreviews and subjectaccessreviews (ClusterRole system:auth-delegator).")
 	fs.StringVar(&o.NvidiaSMI, "nvidia-smi", o.NvidiaSMI, "Path of nvidia-smi, used to set time slices (nvidia-smi on PATH when empty).")
 	fs.BoolVar(&o.ConsumableMemory, "consumable-memory", o.ConsumableMemory, "Publish every GPU as shareable (allowMultipleAllocations) with its memory as consumable capacity, "+
 		"the whole GPU by default: claims that ask for no memory keep a GPU to themselves, time-sliced claims asking capacity.requests.memory share one within its memory. "+

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -37,8 +38,13 @@ type Plugin struct {
 	Metrics *driver.Metrics
 	// Mock is the simulated NVML, nil on real GPUs.
 	Mock *gpu.Mock
-	// HTTPAddr is where /healthz, /readyz and /metrics listen ("" when off).
+	// HTTPAddr is where /healthz and /readyz listen ("" when off).
 	HTTPAddr string
+	// MetricsAddr is where /metrics listens ("" when off).
+	MetricsAddr string
+	// client is the plugin's API client (also for --metrics-secure's
+	// token and access reviews).
+	client kubernetes.Interface
 
 	ctx    context.Context
 	cancel context.CancelCauseFunc
@@ -107,9 +113,12 @@ func Start(ctx context.Context, o Options, extra Extra) (*Plugin, error) {
 		return nil, err
 	}
 	if o.HTTPAddress != "" {
-		if err := p.serveHTTP(ctx, o.HTTPAddress); err != nil {
+		if p.HTTPAddr, err = p.serve(ctx, o.HTTPAddress, p.healthMux(), nil); err != nil {
 			return nil, err
 		}
+	}
+	if err := p.serveMetrics(ctx, &o); err != nil {
+		return nil, err
 	}
 	ok = true
 	return p, nil
@@ -166,6 +175,7 @@ func (p *Plugin) startDriver(ctx context.Context, o *Options, extra Extra, inv *
 			return err
 		}
 	}
+	p.client = client
 	fatal := extra.Fatal
 	if fatal == nil {
 		fatal = func(err error) { p.cancel(err) }
@@ -230,9 +240,10 @@ func kubeClient(kubeconfig string) (kubernetes.Interface, error) {
 	return cs, nil
 }
 
-// serveHTTP serves /healthz (the process runs), /readyz (the kubelet
-// registered the plugin) and /metrics.
-func (p *Plugin) serveHTTP(ctx context.Context, addr string) error {
+// healthMux serves /healthz (the process runs) and /readyz (the kubelet
+// registered the plugin), what the kubelet's probes ask, on the pod's
+// address.
+func (p *Plugin) healthMux() *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
@@ -242,21 +253,73 @@ func (p *Plugin) serveHTTP(ctx context.Context, addr string) error {
 		}
 		_, _ = w.Write([]byte("ok"))
 	})
+	return mux
+}
+
+// metricsMux serves /metrics on its own listener, unauthenticated: on the
+// loopback interface by default (--metrics-address), as kube-proxy serves
+// its metrics, so that only the pod itself (a sidecar) reads them, while
+// the kubelet's probes reach /healthz and /readyz on the pod's address.
+func (p *Plugin) metricsMux() *http.ServeMux {
+	mux := http.NewServeMux()
 	mux.Handle("/metrics", p.Metrics.Handler())
+	return mux
+}
+
+// serveMetrics serves /metrics on --metrics-address: plainly, or with
+// --metrics-secure over TLS to authenticated, authorized callers only.
+func (p *Plugin) serveMetrics(ctx context.Context, o *Options) error {
+	if o.MetricsAddress == "" {
+		return nil
+	}
+	var h http.Handler = p.metricsMux()
+	var tlsConfig *tls.Config
+	if o.MetricsSecure {
+		var err error
+		if h, tlsConfig, err = secureMetrics(h, p.client); err != nil {
+			return err
+		}
+	}
+	var err error
+	if p.MetricsAddr, err = p.serve(ctx, o.MetricsAddress, h, tlsConfig); err != nil {
+		return err
+	}
+	if !o.MetricsSecure && !loopback(p.MetricsAddr) {
+		klog.FromContext(ctx).Info("Serving /metrics without authentication beyond this host; restrict who can reach it (a NetworkPolicy) or use --metrics-secure", "address", p.MetricsAddr)
+	}
+	return nil
+}
+
+// serve listens on addr and serves h until ctx ends, over TLS when
+// tlsConfig is set; it returns the address it listens on.
+func (p *Plugin) serve(ctx context.Context, addr string, h http.Handler, tlsConfig *tls.Config) (string, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return fmt.Errorf("listening on %s: %w", addr, err)
+		return "", fmt.Errorf("listening on %s: %w", addr, err)
 	}
-	p.HTTPAddr = ln.Addr().String()
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	if tlsConfig != nil {
+		ln = tls.NewListener(ln, tlsConfig)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
 	p.goRun(func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			klog.FromContext(ctx).Error(err, "HTTP server failed")
+			klog.FromContext(ctx).Error(err, "HTTP server failed", "address", ln.Addr().String())
 		}
 	})
 	p.goRun(func() {
 		<-ctx.Done()
 		_ = srv.Close()
 	})
-	return nil
+	return ln.Addr().String(), nil
+}
+
+// loopback reports whether addr (host:port) listens on a loopback address
+// only.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return host == "localhost" || (ip != nil && ip.IsLoopback())
 }

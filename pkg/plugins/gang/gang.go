@@ -3,7 +3,9 @@
 // not at all. Placed members wait at Permit, holding their devices, until
 // the last member is placed; past the wait limit all of them are released
 // together. Only one gang at a time may hold devices while incomplete, so
-// two gangs competing for the same node never deadlock each holding half.
+// two gangs competing for the same node never deadlock each holding half,
+// and tenants take turns at that (turns.go), so one tenant's gangs that
+// never complete cannot keep every other tenant's gangs out.
 //
 // Kubernetes 1.37's own gang API (scheduling.k8s.io Workload and PodGroup
 // with the GangScheduling plugin) is beta and off by default, and its
@@ -58,6 +60,8 @@ type Gang struct {
 	mu sync.Mutex
 	// holds maps a gang to its members that are reserved but not bound.
 	holds map[types.NamespacedName]sets.Set[types.UID]
+	// turns says which tenants let other tenants' gangs go first.
+	turns *turns
 }
 
 // New builds the plugin from the profile's args, with caches of its own.
@@ -85,6 +89,7 @@ func newGang(ctx context.Context, obj runtime.Object, h fwk.Handle, caches *gpup
 		writer:    waits.NewWriter(h.ClientSet(), h.EventRecorder(), clock.RealClock{}),
 		caches:    caches,
 		holds:     map[types.NamespacedName]sets.Set[types.UID]{},
+		turns:     newTurns(),
 	}
 	pl.writer.Run(ctx, 1)
 	return pl, nil
@@ -153,6 +158,10 @@ func (pl *Gang) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, _
 		}
 	}
 	pl.mu.Unlock()
+	if first, yield := pl.yieldTo(ctx, cs, key); yield {
+		return nil, pl.unschedulable(ctx, pod, fmt.Sprintf("gang %s waits: a gang of namespace %s gave back a partial placement without completing, so gang %s of another tenant goes first (tenants take turns at partial placements)",
+			key.Name, key.Namespace, first))
+	}
 	// The first member to be placed starts the gang's holds: only when the
 	// pool has the devices for every member, so a gang that cannot fit
 	// does not take and release devices over and over.
@@ -236,6 +245,7 @@ func (pl *Gang) Reserve(_ context.Context, _ fwk.CycleState, pod *v1.Pod, _ stri
 	defer pl.mu.Unlock()
 	if pl.holds[key] == nil {
 		pl.holds[key] = sets.New[types.UID]()
+		pl.turns.started(key.Namespace)
 	}
 	pl.holds[key].Insert(pod.UID)
 	return nil
@@ -254,6 +264,9 @@ func (pl *Gang) Unreserve(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, _ 
 	empty := pl.holds[key].Len() == 0
 	if empty {
 		delete(pl.holds, key)
+	}
+	if held > 0 {
+		pl.turns.released(key.Namespace)
 	}
 	pl.mu.Unlock()
 	if held > 0 {

@@ -59,11 +59,8 @@ func (c *Controller) current(ctx context.Context, key string) (*rotav1.GPUReserv
 	obj, err := c.reservations.ByNamespace(namespace).Get(name)
 	if apierrors.IsNotFound(err) {
 		c.metrics.forget(namespace, name)
-		if err := c.deleteRules(ctx, namespace, name, nil); err != nil {
-			return nil, err
-		}
 		gone := &rotav1.GPUReservation{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
-		return nil, c.ensureClass(ctx, gone, nil)
+		return nil, c.unhold(ctx, gone)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("getting GPUReservation %s: %w", key, err)
@@ -107,17 +104,33 @@ func (c *Controller) chooseAndCharge(ctx context.Context, res *rotav1.GPUReserva
 
 // hold keeps one taint rule per held GPU and the members' DeviceClass; when
 // selection failed, it releases both.
+//
+// The order keeps one invariant through a crash at any step: the class
+// never selects a GPU that is not tainted. A GPU's rule is written before
+// the class selects it, and the class stops selecting a GPU before its
+// rule goes; otherwise a claim of the class, which needs no toleration of
+// an untainted GPU, could be allocated a GPU outside the reservation and
+// outside the quota.
 func (c *Controller) hold(ctx context.Context, res *rotav1.GPUReservation, held []GPU, selErr *SelectionError) error {
 	if selErr != nil {
-		if err := c.deleteRules(ctx, res.Namespace, res.Name, nil); err != nil {
-			return err
-		}
-		return c.ensureClass(ctx, res, nil)
+		return c.unhold(ctx, res)
 	}
-	if err := c.ensureRules(ctx, res, held); err != nil {
+	want, err := c.ensureRules(ctx, res, held)
+	if err != nil {
 		return err
 	}
-	return c.ensureClass(ctx, res, held)
+	if err := c.ensureClass(ctx, res, held); err != nil {
+		return err
+	}
+	return c.deleteRules(ctx, res.Namespace, res.Name, want)
+}
+
+// unhold removes the reservation's DeviceClass, then its taint rules.
+func (c *Controller) unhold(ctx context.Context, res *rotav1.GPUReservation) error {
+	if err := c.ensureClass(ctx, res, nil); err != nil {
+		return err
+	}
+	return c.deleteRules(ctx, res.Namespace, res.Name, nil)
 }
 
 // syncStatus computes the status from the held GPUs and the member pods,
@@ -176,8 +189,10 @@ func (c *Controller) choose(res *rotav1.GPUReservation) ([]GPU, *SelectionError)
 	return held, nil
 }
 
-// ensureRules makes one DeviceTaintRule exist per held GPU and none else.
-func (c *Controller) ensureRules(ctx context.Context, res *rotav1.GPUReservation, held []GPU) error {
+// ensureRules makes one DeviceTaintRule exist per held GPU and returns
+// them by name; hold deletes the others once the class no longer selects
+// their GPUs.
+func (c *Controller) ensureRules(ctx context.Context, res *rotav1.GPUReservation, held []GPU) (map[string]*resourceapi.DeviceTaintRule, error) {
 	want := map[string]*resourceapi.DeviceTaintRule{}
 	for _, g := range held {
 		r := taintRule(res, g.Pool, g.Device)
@@ -188,22 +203,22 @@ func (c *Controller) ensureRules(ctx context.Context, res *rotav1.GPUReservation
 		switch {
 		case apierrors.IsNotFound(err):
 			if _, err := c.client.ResourceV1().DeviceTaintRules().Create(ctx, r, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-				return fmt.Errorf("creating DeviceTaintRule %s: %w", name, err)
+				return nil, fmt.Errorf("creating DeviceTaintRule %s: %w", name, err)
 			}
 			klog.FromContext(ctx).V(2).Info("Holding GPU", "pool", *r.Spec.DeviceSelector.Pool, "device", *r.Spec.DeviceSelector.Device, "deviceTaintRule", name)
 		case err != nil:
-			return fmt.Errorf("getting DeviceTaintRule %s: %w", name, err)
+			return nil, fmt.Errorf("getting DeviceTaintRule %s: %w", name, err)
 		case !sameRule(cur, r):
 			upd := cur.DeepCopy()
 			timeAdded := upd.Spec.Taint.TimeAdded
 			upd.Spec, upd.Labels = r.Spec, r.Labels
 			upd.Spec.Taint.TimeAdded = timeAdded
 			if _, err := c.client.ResourceV1().DeviceTaintRules().Update(ctx, upd, metav1.UpdateOptions{}); err != nil {
-				return fmt.Errorf("updating DeviceTaintRule %s: %w", name, err)
+				return nil, fmt.Errorf("updating DeviceTaintRule %s: %w", name, err)
 			}
 		}
 	}
-	return c.deleteRules(ctx, res.Namespace, res.Name, want)
+	return want, nil
 }
 
 // deleteRules removes the reservation's rules that are not in keep.
@@ -240,10 +255,7 @@ func (c *Controller) release(ctx context.Context, res *rotav1.GPUReservation) er
 		// The update returns a newer object; the next sync removes the finalizer.
 		return nil
 	}
-	if err := c.deleteRules(ctx, res.Namespace, res.Name, nil); err != nil {
-		return err
-	}
-	if err := c.ensureClass(ctx, res, nil); err != nil {
+	if err := c.unhold(ctx, res); err != nil {
 		return err
 	}
 	if err := c.ensureQuotaClaim(ctx, res, 0); err != nil {

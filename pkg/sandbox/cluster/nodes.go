@@ -119,7 +119,7 @@ func pluginOptions(spec NodeSpec, dir, bootID string) app.Options {
 	opts.RegistrarDir = filepath.Join(dir, "r")
 	opts.CheckpointDir = opts.PluginDataDir
 	opts.BootIDFile = bootID
-	opts.HTTPAddress = ""
+	opts.HTTPAddress, opts.MetricsAddress = "", ""
 	// Health is probed in real time: a fault injected by a scenario shows
 	// as a device taint within a fraction of a second.
 	opts.ProbeInterval = 100 * time.Millisecond

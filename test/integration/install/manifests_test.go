@@ -81,7 +81,16 @@ func TestInstallManifestsDryRun(t *testing.T) {
 			{"Deployment", "rota-schedule-controller"},
 			{"DaemonSet", "rota-dra-kubelet-plugin"},
 			{"DeviceClass", "gpu.rota.dev"},
-			{"ValidatingAdmissionPolicy", ""},
+			{"ValidatingAdmissionPolicy", "rota-reserved-gpu-tolerations"},
+			// docs/security.md: pods routed to Rota, every GPU class
+			// counted, the reservation controller's writes narrowed, and
+			// the cluster admin's parameter object they read.
+			{"MutatingAdmissionPolicy", "rota-gpu-pods-scheduler"},
+			{"MutatingAdmissionPolicyBinding", "rota-gpu-pods-scheduler"},
+			{"ValidatingAdmissionPolicy", "rota-gpu-pods"},
+			{"ValidatingAdmissionPolicy", "rota-gpu-classes-counted"},
+			{"ValidatingAdmissionPolicy", "rota-reservation-controller-writes"},
+			{"ConfigMap", "rota-admission"},
 		} {
 			found := false
 			for _, o := range objs {

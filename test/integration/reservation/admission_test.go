@@ -12,8 +12,9 @@ import (
 	"github.com/rota-dev/rota/test/integration/framework"
 )
 
-// installAdmissionPolicy creates the policies and bindings shipped in
-// manifests/admission.
+// installAdmissionPolicy creates every object shipped in manifests/admission:
+// the policies, their bindings and the cluster admin's parameter object
+// (in rota-system, created here).
 func installAdmissionPolicy(t *testing.T, cp *framework.ControlPlane) {
 	t.Helper()
 	cp.InstallAdmissionPolicies(t)
