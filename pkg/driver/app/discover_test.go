@@ -65,6 +65,8 @@ func TestValidate(t *testing.T) {
 		"ok":                 {mod: func(o *Options) { o.NodeName = "n" }},
 		"no node":            {mod: func(o *Options) { o.NodeName = "" }, wantErr: "--node-name"},
 		"fault without mock": {mod: func(o *Options) { o.NodeName, o.MockFaultFile = "n", "/f" }, wantErr: "--mock-fault-file needs --mock-profile"},
+		"no API rate":        {mod: func(o *Options) { o.NodeName, o.KubeAPIQPS = "n", 0 }, wantErr: "--kube-api-qps (0) must be above 0"},
+		"no API burst":       {mod: func(o *Options) { o.NodeName, o.KubeAPIBurst = "n", 0 }, wantErr: "--kube-api-burst (0) at least 1"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

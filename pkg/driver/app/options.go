@@ -4,6 +4,7 @@ package app
 
 import (
 	"errors"
+	"fmt"
 	"flag"
 	"os"
 	"path/filepath"
@@ -15,16 +16,19 @@ import (
 
 // Options are the plugin's settings, one flag each.
 type Options struct {
-	NodeName       string
-	PodUID         string
-	MockProfile    string
-	MockFaultFile  string
-	CDIRoot        string
-	PluginDataDir  string
-	RegistrarDir   string
-	CheckpointDir  string
-	BootIDFile     string
-	Kubeconfig     string
+	NodeName      string
+	PodUID        string
+	MockProfile   string
+	MockFaultFile string
+	CDIRoot       string
+	PluginDataDir string
+	RegistrarDir  string
+	CheckpointDir string
+	BootIDFile    string
+	Kubeconfig    string
+	// KubeAPIQPS and KubeAPIBurst limit the plugin's API client.
+	KubeAPIQPS     float64
+	KubeAPIBurst   int
 	HTTPAddress    string
 	MetricsAddress string
 	MetricsSecure  bool
@@ -47,13 +51,18 @@ const DefaultMetricsAddress = "127.0.0.1:8081"
 // DefaultOptions are the values the DaemonSet runs with.
 func DefaultOptions() Options {
 	return Options{
-		NodeName:       os.Getenv("NODE_NAME"),
-		PodUID:         os.Getenv("POD_UID"),
-		CDIRoot:        "/var/run/cdi",
-		PluginDataDir:  filepath.Join("/var/lib/kubelet/plugins", gpuv1.DriverName),
-		RegistrarDir:   "/var/lib/kubelet/plugins_registry",
-		BootIDFile:     checkpoint.BootIDPath,
-		HTTPAddress:    ":8080",
+		NodeName:      os.Getenv("NODE_NAME"),
+		PodUID:        os.Getenv("POD_UID"),
+		CDIRoot:       "/var/run/cdi",
+		PluginDataDir: filepath.Join("/var/lib/kubelet/plugins", gpuv1.DriverName),
+		RegistrarDir:  "/var/lib/kubelet/plugins_registry",
+		BootIDFile:    checkpoint.BootIDPath,
+		HTTPAddress:   ":8080",
+		// A node starting 32 GPU pods makes 32 claim GETs at once (the
+		// helper reads each claim it prepares): the burst covers them; the
+		// steady rate is far below the kubelet's own default (50).
+		KubeAPIQPS:     25,
+		KubeAPIBurst:   50,
 		MetricsAddress: DefaultMetricsAddress,
 		ProbeInterval:  5 * time.Second,
 		XIDHoldTime:    5 * time.Minute,
@@ -75,6 +84,8 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.CheckpointDir, "checkpoint-dir", o.CheckpointDir, "Directory of the checkpoint; defaults to --plugin-data-dir. Must survive plugin restarts.")
 	fs.StringVar(&o.BootIDFile, "boot-id-file", o.BootIDFile, "File holding the node's boot ID.")
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "Kubeconfig file; in-cluster configuration when empty.")
+	fs.Float64Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Steady requests per second the plugin may send to the API server.")
+	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Requests the plugin may send at once above --kube-api-qps (e.g. the claim reads of pods starting together).")
 	fs.StringVar(&o.HTTPAddress, "http-address", o.HTTPAddress, "Address of /healthz and /readyz (the kubelet's probes); empty disables.")
 	fs.StringVar(&o.MetricsAddress, "metrics-address", o.MetricsAddress, "Address of /metrics, served without authentication: the pod's loopback by default (scrape it through a sidecar, "+
 		"e.g. a proxy that authenticates and authorizes the scraper); a wider address is only for networks where a NetworkPolicy limits who reaches it, or with --metrics-secure. Empty disables.")
@@ -97,6 +108,9 @@ func (o *Options) Validate() error {
 	}
 	if o.MockFaultFile != "" && o.MockProfile == "" {
 		errs = append(errs, errors.New("--mock-fault-file needs --mock-profile"))
+	}
+	if o.KubeAPIQPS <= 0 || o.KubeAPIBurst < 1 {
+		errs = append(errs, fmt.Errorf("--kube-api-qps (%g) must be above 0 and --kube-api-burst (%d) at least 1", o.KubeAPIQPS, o.KubeAPIBurst))
 	}
 	if o.CheckpointDir == "" {
 		o.CheckpointDir = o.PluginDataDir

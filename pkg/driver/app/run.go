@@ -171,7 +171,7 @@ func (p *Plugin) startDriver(ctx context.Context, o *Options, extra Extra, inv *
 	client := extra.KubeClient
 	if client == nil {
 		var err error
-		if client, err = kubeClient(o.Kubeconfig); err != nil {
+		if client, err = kubeClient(o); err != nil {
 			return err
 		}
 	}
@@ -228,11 +228,12 @@ func (p *Plugin) goRun(f func()) {
 	go func() { defer p.wg.Done(); f() }()
 }
 
-func kubeClient(kubeconfig string) (kubernetes.Interface, error) {
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+func kubeClient(o *Options) (kubernetes.Interface, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", o.Kubeconfig)
 	if err != nil {
 		return nil, fmt.Errorf("loading Kubernetes client configuration: %w", err)
 	}
+	cfg.QPS, cfg.Burst = float32(o.KubeAPIQPS), o.KubeAPIBurst
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("creating Kubernetes client: %w", err)
