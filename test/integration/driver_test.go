@@ -16,6 +16,7 @@ import (
 	drapb "k8s.io/kubelet/pkg/apis/dra/v1"
 	cdispec "tags.cncf.io/container-device-interface/specs-go"
 
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
 	"github.com/rota-dev/rota/pkg/driver/checkpoint"
 	"github.com/rota-dev/rota/pkg/driver/gpu"
 	"github.com/rota-dev/rota/test/integration/framework"
@@ -137,7 +138,9 @@ func TestDriverPublishesProfileAndPrepares(t *testing.T) {
 	if diff := cmp.Diff([]string{"/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/nvidia3", "/dev/nvidia6"}, nodes); diff != "" {
 		t.Errorf("CDI device nodes (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]string{visible, visible}, envs); diff != "" {
+	// memoryMiB 40960 of an 80 GiB H100: the budget the container keeps to.
+	budget := []string{visible, gpuv1.EnvMemoryBudgetMiB + "=40960", gpuv1.EnvMemoryFraction + "=0.5000"}
+	if diff := cmp.Diff(append(budget, budget...), envs); diff != "" {
 		t.Errorf("CDI env (-want +got):\n%s", diff)
 	}
 	cpClaim := n.checkpointClaims()[string(claim.UID)]

@@ -70,19 +70,25 @@ func TestWeightedShare(t *testing.T) {
 	}
 }
 
-// TestAgeingLiftsStarvedTenant: with equal weights, tenant-x holds two of
-// the four GPUs and waits for a third, while tenant-y, holding the other
-// two, always has a fresh pod pending when one of its pods ends. By share
-// alone tenant-y's pod comes first every time (one GPU held against two);
-// ageing (3s per weighted GPU here) lifts tenant-x's pod once it has waited
-// ageing × the difference of shares = 3s, and it takes the next GPU freed
-// after that (docs/admission.md: the bound, and the creation times'
-// one-second resolution).
+// TestAgeingLiftsStarvedTenant: with equal weights, tenant-x holds three of
+// the four GPUs and waits for a fourth, while tenant-y, holding the other
+// one, always has a fresh pod pending when its pod ends. By share alone
+// tenant-y's pod comes first every time; ageing (2s per weighted GPU here)
+// lifts tenant-x's pod once it is older than tenant-y's fresh pod by
+// ageing × the difference of shares, and it takes the next GPU freed after
+// that (docs/admission.md: the bound, and the creation times' one-second
+// resolution).
+//
+// The difference is 3 (3 GPUs against 0 once tenant-y's pod ended), or 2
+// while the scheduler's claim informer has not yet seen that pod's claim
+// go: so the wait is at least ageing × 2 whatever the informer's lag (with
+// 2 GPUs against 2, a lag made the shares equal and let the older pod in at
+// once), and at most ageing × 3 plus the time for one more GPU to free up.
 func TestAgeingLiftsStarvedTenant(t *testing.T) {
-	const ageing = 3 * time.Second
+	const ageing = 2 * time.Second
 	cp := fairCluster(t, map[string]any{"defaultWeight": 1, "ageing": ageing.String()})
 	cp.Create(t, framework.GPUPod("tenant-x", "x-hold-0", sched, "one-gpu"), framework.GPUPod("tenant-x", "x-hold-1", sched, "one-gpu"),
-		framework.GPUPod("tenant-y", "y-000", sched, "one-gpu"), framework.GPUPod("tenant-y", "y-001", sched, "one-gpu"))
+		framework.GPUPod("tenant-x", "x-hold-2", sched, "one-gpu"), framework.GPUPod("tenant-y", "y-000", sched, "one-gpu"))
 	running := waitBound(t, cp, 4, nil)
 	var xs, ys []*v1.Pod
 	for _, p := range running {
@@ -102,9 +108,13 @@ func TestAgeingLiftsStarvedTenant(t *testing.T) {
 	start := created.CreationTimestamp.Time
 	yPlaced := 0
 	var waited time.Duration
-	for i := 2; waited == 0 && i < 200; i++ {
-		// A fresh tenant-y pod is pending before one of tenant-y's GPUs frees up.
-		cp.Create(t, framework.GPUPod("tenant-y", fmt.Sprintf("y-%03d", i), sched, "one-gpu"))
+	for i := 1; waited == 0 && i < 200; i++ {
+		// A fresh tenant-y pod, with its claim, is pending before tenant-y's
+		// GPU frees up. Without its claim it could not fit, and a fairer
+		// pod that does not fit never holds the GPU back from x-wait.
+		fresh := framework.GPUPod("tenant-y", fmt.Sprintf("y-%03d", i), sched, "one-gpu")
+		cp.Create(t, fresh)
+		waitClaimCreated(t, cp, fresh)
 		oldest := ys[0]
 		ys = ys[1:]
 		cp.DeletePodNow(t, oldest.Namespace, oldest.Name)
@@ -118,7 +128,7 @@ func TestAgeingLiftsStarvedTenant(t *testing.T) {
 			yPlaced++
 		}
 	}
-	t.Logf("x-wait placed after %s, %d tenant-y pods placed before it (ageing %s × share difference 1)", waited, yPlaced, ageing)
+	t.Logf("x-wait placed after %s, %d tenant-y pods placed before it (ageing %s × share difference 2 to 3)", waited, yPlaced, ageing)
 	if waited == 0 {
 		t.Fatalf("x-wait was never placed; %d tenant-y pods were", yPlaced)
 	}
@@ -126,9 +136,30 @@ func TestAgeingLiftsStarvedTenant(t *testing.T) {
 		t.Errorf("no tenant-y pod was placed while x-wait waited: the test did not starve it")
 	}
 	// Creation times have a resolution of one second, hence the second below.
-	if low, high := ageing-time.Second, ageing+8*time.Second; waited < low || waited > high {
-		t.Errorf("x-wait placed after %s, want between %s and %s (ageing × 1 weighted GPU, then the next GPU freed)", waited, low, high)
+	if low, high := 2*ageing-time.Second, 3*ageing+8*time.Second; waited < low || waited > high {
+		t.Errorf("x-wait placed after %s, want between %s and %s (ageing × 2 to 3 weighted GPUs, then the next GPU freed)", waited, low, high)
 	}
+}
+
+// waitClaimCreated waits until the claim controller made pod's claim from
+// its template.
+func waitClaimCreated(t *testing.T, cp *framework.ControlPlane, pod *v1.Pod) {
+	t.Helper()
+	framework.WaitFor(t, "claim of "+pod.Name, func(ctx context.Context) (bool, string, error) {
+		p, err := cp.Client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, "", err
+		}
+		for _, st := range p.Status.ResourceClaimStatuses {
+			if st.ResourceClaimName == nil {
+				continue
+			}
+			if _, err := cp.Client.ResourceV1().ResourceClaims(pod.Namespace).Get(ctx, *st.ResourceClaimName, metav1.GetOptions{}); err == nil {
+				return true, "", nil
+			}
+		}
+		return false, "no claim yet", nil
+	})
 }
 
 // boundAt is when the pod's PodScheduled condition turned True.

@@ -134,7 +134,13 @@ func TestLeaderWorkerSetMembers(t *testing.T) {
 	})
 	t.Run("workers of a StatefulSet led by the tenant's own pod", func(t *testing.T) {
 		fakeLeader := framework.GPUPod(tenant, "fake-leader", schedulerName, "tmpl")
-		fakeLeader.Spec.SchedulerName = "nobody" // it only needs to exist
+		// It only needs to exist: no claims (a GPU pod must be Rota's to
+		// be admitted) and a scheduler that never places it.
+		fakeLeader.Spec.SchedulerName = "nobody"
+		fakeLeader.Spec.ResourceClaims = nil
+		for i := range fakeLeader.Spec.Containers {
+			fakeLeader.Spec.Containers[i].Resources.Claims = nil
+		}
 		tenantCreate(t, alice, fakeLeader)
 		fl, err := cp.Client.CoreV1().Pods(tenant).Get(ctx, fakeLeader.Name, metav1.GetOptions{})
 		if err != nil {
