@@ -4,8 +4,8 @@ package app
 
 import (
 	"errors"
-	"fmt"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"time"
