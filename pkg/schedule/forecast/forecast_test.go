@@ -1,0 +1,161 @@
+package forecast
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
+)
+
+const week = "serving/gpu-pool-h100-shared/"
+
+// weekInput is SPEC §8.1: the week schedule on one node of 10 H100s, with
+// md-bge-embed (2 GPUs) that no schedule touches; extra targets may be
+// added to the schedule by edit with their loads.
+func weekInput(t *testing.T, edit func(*v1alpha1.DeploySchedule), extra map[string]*Load) Input {
+	ds, compiled := weekSchedule(t, edit)
+	targets := map[string]*Load{
+		"llama70b": {Name: week + "llama70b", Replica: gpus(8), Replicas: 1},
+		"qwen32b":  {Name: week + "qwen32b", Replica: gpus(6), Replicas: 1},
+	}
+	for k, v := range extra {
+		targets[k] = v
+	}
+	return Input{
+		From: at(19, 0, 0), To: at(26, 0, 0),
+		Schedules: []Schedule{{Namespace: ds.Namespace, Name: ds.Name, Compiled: compiled, Targets: targets}},
+		Always:    []Load{{Name: "serving/Deployment/md-bge-embed", Replica: gpus(2), Replicas: 1}},
+		Slices:    []*resourceapi.ResourceSlice{nodeSlice("gpu-node-0", "H100", 10)},
+		Classes:   []*resourceapi.DeviceClass{gpuClass()},
+	}
+}
+
+func TestWeekOnTenGPUsFits(t *testing.T) {
+	f := runForecast(t, weekInput(t, nil, nil))
+	if len(f.Overcommits) != 0 {
+		t.Fatalf("over-commits %+v, want none", f.Overcommits)
+	}
+	if f.Capacity["H100"] != 10 {
+		t.Errorf("capacity %v, want H100: 10", f.Capacity)
+	}
+	peak := 0
+	for _, s := range f.Segments {
+		peak = max(peak, s.Demand["H100"])
+	}
+	if peak != 10 {
+		t.Errorf("peak demand %d, want 10 (llama70b 8 + bge 2 in business hours)", peak)
+	}
+	// 5 mornings, 5 evenings, Wed 13:00 and 15:00; release-first keeps each
+	// swap's peak at the larger side.
+	if len(f.Transitions) != 12 {
+		t.Fatalf("%d transitions, want 12", len(f.Transitions))
+	}
+	for _, tr := range f.Transitions {
+		if tr.Peak["H100"] > 10 || len(tr.Over) > 0 {
+			t.Errorf("%s: peak %v over %v", tr.At, tr.Peak, tr.Over)
+		}
+	}
+	mon := f.Transitions[0]
+	if !mon.At.Equal(at(19, 8, 0)) || mon.Before["H100"] != 8 || mon.Peak["H100"] != 10 || mon.After["H100"] != 10 {
+		t.Errorf("Monday 08:00: %+v, want before 8, peak 10, after 10", mon)
+	}
+}
+
+func TestAcquireFirstPeaksDuringTheSwap(t *testing.T) {
+	f := runForecast(t, weekInput(t, func(ds *v1alpha1.DeploySchedule) {
+		ds.Spec.TransitionOrder = v1alpha1.TransitionOrderAcquireFirst
+	}, nil))
+	if len(f.Overcommits) != 0 {
+		t.Fatalf("over-commits between transitions %+v, want none", f.Overcommits)
+	}
+	mon := f.Transitions[0]
+	// qwen32b 6 + bge 2 + llama70b 8 before qwen32b stops.
+	if mon.Peak["H100"] != 16 || len(mon.Over) != 1 || mon.Over[0] != "H100" {
+		t.Errorf("Monday 08:00 acquire-first: peak %v over %v, want 16 over H100", mon.Peak, mon.Over)
+	}
+}
+
+// TestThirdTargetOvercommitsBusinessHours adds sdxl (4 GPUs) to business
+// hours. By hand: every weekday 08:00-18:00 runs llama70b 8 + sdxl 4 + bge
+// 2 = 14 of 10, except Wednesday's maintenance 13:00-15:00, which stops
+// llama70b and starts qwen32b (6) while sdxl, which maint-wed does not
+// name, keeps business hours: 6 + 4 + 2 = 12 of 10.
+func TestThirdTargetOvercommitsBusinessHours(t *testing.T) {
+	f := runForecast(t, weekInput(t, addSDXL, map[string]*Load{"sdxl": {Name: week + "sdxl", Replica: gpus(4), Replicas: 1}}))
+	day := []string{week + "llama70b", week + "sdxl"}
+	maint := []string{week + "qwen32b", week + "sdxl"}
+	type window struct {
+		from, to time.Time
+		demand   int
+		targets  []string
+	}
+	want := []window{
+		{at(19, 8, 0), at(19, 18, 0), 14, day},
+		{at(20, 8, 0), at(20, 18, 0), 14, day},
+		{at(21, 8, 0), at(21, 13, 0), 14, day},
+		{at(21, 13, 0), at(21, 15, 0), 12, maint},
+		{at(21, 15, 0), at(21, 18, 0), 14, day},
+		{at(22, 8, 0), at(22, 18, 0), 14, day},
+		{at(23, 8, 0), at(23, 18, 0), 14, day},
+	}
+	var got, exp []string
+	for _, oc := range f.Overcommits {
+		got = append(got, fmt.Sprintf("%s-%s %s %d/%d %s %v %v", oc.From.In(hcm).Format("Mon 15:04"), oc.To.In(hcm).Format("Mon 15:04"),
+			oc.Model, oc.Demand, oc.Capacity, oc.Reason, oc.Targets, oc.Others))
+	}
+	for _, w := range want {
+		exp = append(exp, fmt.Sprintf("%s-%s H100 %d/10 count %v [serving/Deployment/md-bge-embed]",
+			w.from.Format("Mon 15:04"), w.to.Format("Mon 15:04"), w.demand, w.targets))
+	}
+	if strings.Join(got, "\n") != strings.Join(exp, "\n") {
+		t.Errorf("over-commits:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(exp, "\n"))
+	}
+}
+
+func addSDXL(ds *v1alpha1.DeploySchedule) {
+	ds.Spec.Targets = append(ds.Spec.Targets, v1alpha1.ScheduleTarget{
+		Name:         "sdxl",
+		WorkloadRef:  v1alpha1.WorkloadReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "md-sdxl"},
+		DefaultState: v1alpha1.StateStopped,
+	})
+	for i := range ds.Spec.Windows {
+		if ds.Spec.Windows[i].Name == "business-hours" {
+			ds.Spec.Windows[i].States = append(ds.Spec.Windows[i].States,
+				v1alpha1.TargetState{Target: "sdxl", DesiredState: v1alpha1.StateRunning})
+		}
+	}
+}
+
+// TestFragmentation: two nodes of 8 GPUs with 2 held by a reservation on
+// each leave 12 free by count, but an 8-GPU replica fits on neither.
+func TestFragmentation(t *testing.T) {
+	in := weekInput(t, nil, nil)
+	in.Always = nil
+	reservations := []*v1alpha1.GPUReservation{
+		{Spec: v1alpha1.GPUReservationSpec{NodeName: "node-a", Count: ptr.To[int32](2)}},
+		{Spec: v1alpha1.GPUReservationSpec{NodeName: "node-b", Count: ptr.To[int32](2)}},
+	}
+	in.Slices = WithoutReserved([]*resourceapi.ResourceSlice{nodeSlice("node-a", "H100", 8), nodeSlice("node-b", "H100", 8)}, reservations)
+	f := runForecast(t, in)
+	if f.Capacity["H100"] != 12 || f.Nodes["node-a"]["H100"] != 6 || f.Nodes["node-b"]["H100"] != 6 {
+		t.Fatalf("capacity %v per node %v, want 12 = 6 + 6", f.Capacity, f.Nodes)
+	}
+	// llama70b runs weekdays 08:00-18:00 but Wednesday 13:00-15:00: six
+	// stretches; qwen32b's 6 GPUs fit on either node.
+	if len(f.Overcommits) != 6 {
+		t.Fatalf("%d over-commits %+v, want llama70b's 6 stretches", len(f.Overcommits), f.Overcommits)
+	}
+	for _, oc := range f.Overcommits {
+		if oc.Reason != ReasonFragmentation || oc.Demand != 8 || oc.Capacity != 12 || len(oc.Targets) != 1 || oc.Targets[0] != week+"llama70b" {
+			t.Errorf("%+v, want llama70b's 8 of 12 by fragmentation", oc)
+		}
+		if !strings.Contains(oc.Detail, "node-a=6") || !strings.Contains(oc.Detail, "node-b=6") {
+			t.Errorf("detail %q does not give the free GPUs per node", oc.Detail)
+		}
+	}
+}
