@@ -74,6 +74,10 @@ func Run(ctx context.Context, in Input) (*Forecast, error) {
 		return nil, err
 	}
 	r.transitions(timelines)
+	r.out.Uses = map[string]map[string]bool{}
+	for name := range r.loads {
+		r.out.Uses[name] = r.modelsOf(map[string]bool{name: true})
+	}
 	r.out.Models = r.models()
 	return r.out, nil
 }

@@ -1,0 +1,171 @@
+package forecast
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/rota-dev/rota/pkg/schedule"
+)
+
+// Record types of the JSON output (docs/schedule.md, "Capacity forecast").
+const (
+	RecordCapacity   = "capacity"
+	RecordTransition = "transition"
+	RecordOvercommit = "overcommit"
+)
+
+type capacityRecord struct {
+	Type     string `json:"type"`
+	Model    string `json:"model"`
+	From     string `json:"from"`
+	To       string `json:"to"`
+	Demand   int    `json:"demand"`
+	Capacity int    `json:"capacity"`
+}
+
+type transitionRecord struct {
+	Type     string   `json:"type"`
+	Schedule string   `json:"schedule"`
+	At       string   `json:"at"`
+	Model    string   `json:"model"`
+	Before   int      `json:"before"`
+	Peak     int      `json:"peak"`
+	After    int      `json:"after"`
+	Capacity int      `json:"capacity"`
+	Steps    []string `json:"steps"`
+}
+
+type overcommitRecord struct {
+	Type     string   `json:"type"`
+	Model    string   `json:"model"`
+	From     string   `json:"from"`
+	To       string   `json:"to"`
+	Demand   int      `json:"demand"`
+	Capacity int      `json:"capacity"`
+	Targets  []string `json:"targets"`
+	Others   []string `json:"others,omitempty"`
+	Reason   string   `json:"reason"`
+	Detail   string   `json:"detail,omitempty"`
+}
+
+// WriteJSON writes one JSON object per line, times in loc: per model, a
+// "capacity" record for every stretch where its demand or capacity
+// changes; then a "transition" record per transition and model it
+// touches; then an "overcommit" record per over-committed window.
+func WriteJSON(w io.Writer, f *Forecast, loc *time.Location) error {
+	enc := json.NewEncoder(w)
+	ts := func(t time.Time) string { return t.In(loc).Format(time.RFC3339) }
+	for _, m := range f.Models {
+		for _, p := range f.Series(m) {
+			if err := enc.Encode(capacityRecord{RecordCapacity, m, ts(p.From), ts(p.To), p.Demand, f.Capacity[m]}); err != nil {
+				return err
+			}
+		}
+	}
+	for _, tr := range f.Transitions {
+		for _, m := range sortedKeys(tr.Peak) {
+			rec := transitionRecord{RecordTransition, tr.Schedule, ts(tr.At), m, tr.Before[m], tr.Peak[m], tr.After[m], f.Capacity[m], stepTexts(tr.Steps)}
+			if err := enc.Encode(rec); err != nil {
+				return err
+			}
+		}
+	}
+	for _, oc := range f.Overcommits {
+		targets := oc.Targets
+		if targets == nil {
+			targets = []string{}
+		}
+		rec := overcommitRecord{RecordOvercommit, oc.Model, ts(oc.From), ts(oc.To), oc.Demand, oc.Capacity, targets, oc.Others, oc.Reason, oc.Detail}
+		if err := enc.Encode(rec); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func stepTexts(steps []schedule.Step) []string {
+	out := make([]string, len(steps))
+	for i, s := range steps {
+		out[i] = string(s.Action) + " " + s.Target
+		if s.Replicas > 0 {
+			out[i] += fmt.Sprintf(" (%d)", s.Replicas)
+		}
+	}
+	return out
+}
+
+const tableTime = "Mon 01-02 15:04"
+
+// WriteTable writes the forecast for people, times in loc: the pool, the
+// demand of each model over time, the transitions and the over-committed
+// windows.
+func WriteTable(w io.Writer, f *Forecast, loc *time.Location) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	at := func(t time.Time) string { return t.In(loc).Format(tableTime) }
+	fmt.Fprintf(tw, "Forecast %s → %s (%s)\n", at(f.From), at(f.To), loc)
+	fmt.Fprintln(tw, "\nPOOL\tHEALTHY UNRESERVED GPUs\tPER NODE")
+	for _, m := range f.Models {
+		fmt.Fprintf(tw, "%s\t%d\t%s\n", label(m), f.Capacity[m], f.perNode(m))
+	}
+	for _, m := range f.Models {
+		fmt.Fprintf(tw, "\nDEMAND %s (capacity %d)\tTO\tGPUs\tRUNNING\n", label(m), f.Capacity[m])
+		for _, p := range f.Series(m) {
+			mark := ""
+			if p.Demand > f.Capacity[m] {
+				mark = "  OVER"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d%s\t%s\n", at(p.From), at(p.To), p.Demand, mark, strings.Join(p.Loads, ", "))
+		}
+	}
+	fmt.Fprintln(tw, "\nTRANSITION\tSCHEDULE\tSTEPS\tBEFORE → PEAK → AFTER")
+	for _, tr := range f.Transitions {
+		var parts []string
+		for _, m := range sortedKeys(tr.Peak) {
+			p := fmt.Sprintf("%s %d → %d → %d", label(m), tr.Before[m], tr.Peak[m], tr.After[m])
+			if tr.Peak[m] > f.Capacity[m] {
+				p += fmt.Sprintf(" OVER %d", f.Capacity[m])
+			}
+			parts = append(parts, p)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", at(tr.At), tr.Schedule, strings.Join(stepTexts(tr.Steps), ", "), strings.Join(parts, "; "))
+	}
+	if len(f.Overcommits) == 0 {
+		fmt.Fprintln(tw, "\nNo over-commit: every window fits the pool by count and per node.")
+	} else {
+		fmt.Fprintln(tw, "\nOVER-COMMITTED FROM\tTO\tMODEL\tDEMAND/CAPACITY\tREASON\tTARGETS")
+		for _, oc := range f.Overcommits {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\n", at(oc.From), at(oc.To), label(oc.Model), oc.Demand, oc.Capacity, oc.Reason, oc.Collisions())
+		}
+		for _, oc := range f.Overcommits {
+			if oc.Detail != "" {
+				fmt.Fprintf(tw, "  %s: %s\n", at(oc.From), oc.Detail)
+			}
+		}
+	}
+	for _, n := range f.Notes {
+		fmt.Fprintf(tw, "note: %s\n", n)
+	}
+	return tw.Flush()
+}
+
+// label names a model, "(no model)" for devices without the attribute.
+func label(m string) string {
+	if m == "" {
+		return "(no model)"
+	}
+	return m
+}
+
+func (f *Forecast) perNode(model string) string {
+	var parts []string
+	for _, n := range sortedKeys(f.Nodes) {
+		if c := f.Nodes[n][model]; c > 0 {
+			parts = append(parts, fmt.Sprintf("%s=%d", n, c))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
