@@ -69,6 +69,7 @@ func (r *run) record(seg Segment, model, reason, detail string) {
 			oc.Targets = append(oc.Targets, name)
 		}
 	}
+	oc.Others = append(oc.Others, r.holders[model]...)
 	if n := len(r.out.Overcommits); n > 0 {
 		last := &r.out.Overcommits[n-1]
 		if last.To.Equal(oc.From) && last.Model == oc.Model && last.Reason == oc.Reason && last.Demand == oc.Demand &&

@@ -23,6 +23,8 @@ type run struct {
 	perPod map[string][]map[string]int
 	// fixed is what the allocated claims hold, per model.
 	fixed map[string]int
+	// holders name the pods behind fixed, per model.
+	holders map[string][]string
 	// packed remembers packing answers by running set.
 	packed map[string]packResult
 	out    *Forecast
@@ -43,7 +45,7 @@ func Run(ctx context.Context, in Input) (*Forecast, error) {
 	r := &run{in: &in, pool: newPool(&in), previewr: preview.New(), loads: map[string]*Load{},
 		perPod: map[string][]map[string]int{}, packed: map[string]packResult{}}
 	r.out = &Forecast{From: in.From, To: in.To, Capacity: r.pool.capacity, Nodes: r.pool.nodes}
-	r.fixed = r.pool.allocatedByModel(in.Allocated)
+	r.fixed, r.holders = r.pool.allocatedByModel(in.Allocated)
 	var steps []loadSteps
 	timelines := make([]*schedule.Timeline, len(in.Schedules))
 	for i := range in.Schedules {

@@ -3,6 +3,7 @@ package forecast
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 
 	resourceapi "k8s.io/api/resource/v1"
@@ -110,24 +111,40 @@ func mostCommon(counts map[string]int) string {
 	return best
 }
 
-// allocatedByModel counts the devices the claims hold, per model.
-func (p *pool) allocatedByModel(claims []*resourceapi.ResourceClaim) map[string]int {
+// allocatedByModel counts the devices the claims hold, per model, and
+// names their holders per model ("ns/Pod/name", or the claim when it is
+// reserved for no pod).
+func (p *pool) allocatedByModel(claims []*resourceapi.ResourceClaim) (map[string]int, map[string][]string) {
 	byID := map[structured.DeviceID]*gpupool.Device{}
 	for _, d := range p.devices {
 		byID[d.ID] = d
 	}
-	out := map[string]int{}
+	out, holders := map[string]int{}, map[string][]string{}
 	for _, c := range claims {
 		if c.Status.Allocation == nil {
 			continue
 		}
+		var names []string
+		for _, r := range c.Status.ReservedFor {
+			if r.Resource == "pods" {
+				names = append(names, c.Namespace+"/Pod/"+r.Name)
+			}
+		}
+		if len(names) == 0 {
+			names = []string{c.Namespace + "/ResourceClaim/" + c.Name}
+		}
 		for _, r := range c.Status.Allocation.Devices.Results {
 			if d, ok := byID[structured.MakeDeviceID(r.Driver, r.Pool, r.Device)]; ok {
 				out[d.Model()]++
+				holders[d.Model()] = append(holders[d.Model()], names...)
 			}
 		}
 	}
-	return out
+	for m, names := range holders {
+		slices.Sort(names)
+		holders[m] = slices.Compact(names)
+	}
+	return out, holders
 }
 
 // classLister serves the input's DeviceClasses to the matcher.
