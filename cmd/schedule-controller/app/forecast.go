@@ -39,14 +39,17 @@ any node has free are reported as fragmentation.
 The files hold YAML documents: DeploySchedules, the Deployments and
 StatefulSets they name (replicas and pod template), the ResourceClaimTemplates
 those pods use, GPUReservations (their GPUs leave the pool, their members are
-left out), and optionally DeviceClasses (default: gpu.rota.dev). A Deployment
+left out), Services and ResourceQuotas (to warn of stops the alias guard will
+refuse and starts the namespace quota will), and optionally DeviceClasses
+(default: gpu.rota.dev). A Deployment
 or StatefulSet no schedule names runs the whole range. The pool is one
 --node NAME=PROFILE per node, with the driver's mock profiles (dgx-h100,
 hgx-h200, or a list such as h100:8 or h100:4,a100:4).
 
 --output json prints one JSON object per line: "capacity" records (per model,
-every stretch where demand changes), "transition" records and "overcommit"
-records (docs/schedule.md, "Capacity forecast"). --output html prints a
+every stretch where demand changes), "transition" records, "overcommit"
+records and "warning" records (AliasBlocked, QuotaRefused) (docs/schedule.md,
+"Capacity forecast"). --output html prints a
 self-contained page. The exit status is 0 whether or not the pool is
 over-committed; scripts read the overcommit records.`,
 		Example: `  schedule-controller forecast --file examples/forecast-week.yaml --node gpu-node-0=h100:10 \

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -193,3 +194,49 @@ func write(t *testing.T, path, data string) {
 		t.Fatal(err)
 	}
 }
+
+// TestForecastWarnings: with no consent to downtime on llama70b and a
+// Service selecting it, every weekday's 18:00 stop will be AliasBlocked
+// (Wednesday 13:00 has maint-wed's consent); with a quota of 9 GPUs in the
+// namespace, every start of llama70b (8, beside bge's 2) will be
+// QuotaRefused: the five mornings and Wednesday 15:00.
+func TestForecastWarnings(t *testing.T) {
+	dir := t.TempDir()
+	week, err := os.ReadFile(weekFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(dir, "week.yaml"), strings.Replace(string(week), "defaultAllowDowntime: true", "defaultAllowDowntime: false", 1))
+	write(t, filepath.Join(dir, "extra.yaml"), `apiVersion: v1
+kind: Service
+metadata: {name: chat, namespace: serving}
+spec: {selector: {app: md-llama70b}, ports: [{port: 80}]}
+---
+apiVersion: v1
+kind: ResourceQuota
+metadata: {name: gpus, namespace: serving}
+spec: {hard: {gpu.rota.dev.deviceclass.resource.k8s.io/devices: "9"}}
+`)
+	recs := forecastJSON(t, "--file", filepath.Join(dir, "week.yaml"), "--file", weekWorkloads, "--file", filepath.Join(dir, "extra.yaml"), "--node", "gpu-node-0=h100:10")
+	var got []string
+	for _, r := range ofType(recs, "warning") {
+		got = append(got, r["reason"].(string)+" "+r["target"].(string)+" "+r["at"].(string))
+	}
+	var want []string
+	for day := 19; day <= 23; day++ {
+		want = append(want, "QuotaRefused llama70b 2026-10-"+itoa(day)+"T08:00:00+07:00")
+		if day == 21 {
+			want = append(want, "QuotaRefused llama70b 2026-10-21T15:00:00+07:00")
+		}
+		want = append(want, "AliasBlocked llama70b 2026-10-"+itoa(day)+"T18:00:00+07:00")
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("warnings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	msg := ofType(recs, "warning")[0]["message"].(string)
+	if !strings.Contains(msg, "10 of gpu.rota.dev.deviceclass.resource.k8s.io/devices in ResourceQuota gpus (hard 9)") {
+		t.Errorf("quota message %q lacks the numbers", msg)
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -28,7 +29,8 @@ import (
 
 // readObjects reads every YAML document of the files: DeploySchedules
 // (validated as the API server would), Deployments, StatefulSets,
-// ResourceClaimTemplates, GPUReservations and DeviceClasses. Each problem
+// ResourceClaimTemplates, GPUReservations, Services, ResourceQuotas and
+// DeviceClasses. Each problem
 // is returned with its file and document.
 func readObjects(files []string, objs *forecast.Objects) []error {
 	var errs []error
@@ -123,6 +125,20 @@ func decodeObject(doc []byte, objs *forecast.Objects) []error {
 		}
 		r.Namespace = namespaceOf(r.Namespace)
 		objs.Reservations = append(objs.Reservations, &r)
+	case "Service":
+		var svc corev1.Service
+		if err := strict(doc, &svc); err != nil {
+			return []error{err}
+		}
+		svc.Namespace = namespaceOf(svc.Namespace)
+		objs.Services = append(objs.Services, &svc)
+	case "ResourceQuota":
+		var q corev1.ResourceQuota
+		if err := strict(doc, &q); err != nil {
+			return []error{err}
+		}
+		q.Namespace = namespaceOf(q.Namespace)
+		objs.Quotas = append(objs.Quotas, &q)
 	case "DeviceClass":
 		var c resourceapi.DeviceClass
 		if err := strict(doc, &c); err != nil {
@@ -130,7 +146,7 @@ func decodeObject(doc []byte, objs *forecast.Objects) []error {
 		}
 		objs.Classes = append(objs.Classes, &c)
 	default:
-		return []error{fmt.Errorf("kind: Unsupported value: %q: supported values: DeploySchedule, Deployment, StatefulSet, ResourceClaimTemplate, GPUReservation, DeviceClass", tm.Kind)}
+		return []error{fmt.Errorf("kind: Unsupported value: %q: supported values: DeploySchedule, Deployment, StatefulSet, ResourceClaimTemplate, GPUReservation, Service, ResourceQuota, DeviceClass", tm.Kind)}
 	}
 	return nil
 }

@@ -60,10 +60,40 @@ func ReadCluster(ctx context.Context, client kubernetes.Interface, dyn dynamic.I
 			}
 		}
 	}
+	if err := readNamespaces(ctx, client, &o); err != nil {
+		return o, nil, err
+	}
 	if err := readPool(ctx, client, dyn, &o); err != nil {
 		return o, nil, err
 	}
 	return o, skipped, nil
+}
+
+// readNamespaces lists the Services and ResourceQuotas of the schedules'
+// namespaces.
+func readNamespaces(ctx context.Context, client kubernetes.Interface, o *Objects) error {
+	seen := map[string]bool{}
+	for _, ds := range o.Schedules {
+		if seen[ds.Namespace] {
+			continue
+		}
+		seen[ds.Namespace] = true
+		svcs, err := client.CoreV1().Services(ds.Namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return fmt.Errorf("list Services of %s: %w", ds.Namespace, err)
+		}
+		for i := range svcs.Items {
+			o.Services = append(o.Services, &svcs.Items[i])
+		}
+		quotas, err := client.CoreV1().ResourceQuotas(ds.Namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return fmt.Errorf("list ResourceQuotas of %s: %w", ds.Namespace, err)
+		}
+		for i := range quotas.Items {
+			o.Quotas = append(o.Quotas, &quotas.Items[i])
+		}
+	}
+	return nil
 }
 
 // readWorkload gets a Deployment or StatefulSet; nil for another kind.

@@ -88,7 +88,7 @@ func (r *run) addLoad(ctx context.Context, l *Load) error {
 	if _, dup := r.loads[l.Name]; dup {
 		return fmt.Errorf("load %s given twice", l.Name)
 	}
-	l = &Load{Name: l.Name, Replica: defaulted(l.Replica), Replicas: l.Replicas}
+	l = &Load{Name: l.Name, Replica: defaulted(l.Replica), Replicas: l.Replicas, Namespace: l.Namespace, Alias: l.Alias}
 	r.loads[l.Name] = l
 	per := make([]map[string]int, len(l.Replica))
 	for i, d := range l.Replica {

@@ -45,6 +45,7 @@ svg text{font-size:11px}
 		p.model(m)
 	}
 	p.overcommitTable()
+	p.warningTable()
 	p.transitionTable()
 	p.b.WriteString("</body></html>\n")
 	_, err := io.WriteString(w, p.b.String())
@@ -172,6 +173,18 @@ func (p *page) overcommitTable() {
 		fmt.Fprintf(&p.b, `<tr class="over"><td>%s</td><td>%s</td><td>%s</td><td>%d / %d</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>`+"\n",
 			p.at(oc.From, "Mon 2006-01-02 15:04"), p.at(oc.To, "Mon 2006-01-02 15:04"), esc(label(oc.Model)), oc.Demand, oc.Capacity,
 			esc(oc.Reason), esc(strings.Join(oc.Targets, ", ")), esc(strings.Join(oc.Others, ", ")), esc(oc.Detail))
+	}
+	p.b.WriteString("</table>\n")
+}
+
+func (p *page) warningTable() {
+	if len(p.f.Warnings) == 0 {
+		return
+	}
+	p.b.WriteString("<h2>Refusals ahead</h2><table><tr><th>at</th><th>schedule</th><th>target</th><th>reason</th><th>message</th></tr>\n")
+	for _, w := range p.f.Warnings {
+		fmt.Fprintf(&p.b, `<tr class="over"><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>`+"\n",
+			p.at(w.At, "Mon 2006-01-02 15:04"), esc(w.Schedule), esc(w.Target), esc(w.Reason), esc(w.Message))
 	}
 	p.b.WriteString("</table>\n")
 }

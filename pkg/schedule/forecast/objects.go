@@ -43,13 +43,17 @@ type Objects struct {
 	// no target's workload selects stay held over the range.
 	Pods   []*v1.Pod
 	Claims []*resourceapi.ResourceClaim
+	// Services and Quotas of the schedules' namespaces: the forecast warns
+	// of stops the alias guard will refuse and starts the quota will.
+	Services []*v1.Service
+	Quotas   []*v1.ResourceQuota
 }
 
 // Build compiles the schedules and turns the objects into an Input over
 // [from, to). Errors name the object at fault; a schedule that does not
 // compile is an error.
 func Build(o Objects, from, to time.Time) (Input, error) {
-	in := Input{From: from, To: to, Nodes: o.Nodes, Classes: o.Classes,
+	in := Input{From: from, To: to, Nodes: o.Nodes, Classes: o.Classes, Quotas: o.Quotas,
 		Slices: WithoutReserved(o.Slices, o.Reservations)}
 	workloads := map[string]*Workload{}
 	for i := range o.Workloads {
@@ -86,6 +90,7 @@ func Build(o Objects, from, to time.Time) (Input, error) {
 			if err != nil {
 				return Input{}, err
 			}
+			load.Alias = aliasOf(w, o.Services)
 			s.Targets[t.Name] = load
 		}
 		in.Schedules = append(in.Schedules, s)
@@ -119,7 +124,7 @@ func loadOf(name string, w *Workload, templates map[string]*resourceapi.Resource
 		}
 		d.PodClaims = append(d.PodClaims, t.Spec.Spec)
 	}
-	return &Load{Name: name, Replica: []preview.Demand{d}, Replicas: replicasOf(w)}, nil
+	return &Load{Name: name, Replica: []preview.Demand{d}, Replicas: replicasOf(w), Namespace: w.Namespace}, nil
 }
 
 // replicasOf is how many replicas w runs when nothing pins the count: its

@@ -41,6 +41,7 @@ func (r *run) transitions(timelines []*schedule.Timeline) {
 				}
 			}
 			cur := r.stateAt(tr.At, false)
+			r.stepWarnings(s, tr, cur, intentsAt(tl, tr.At))
 			for name, c := range changing[tr.At] {
 				if !mine[name] {
 					cur[name] = max(c.before, c.after)
@@ -70,6 +71,18 @@ func (r *run) transitions(timelines []*schedule.Timeline) {
 		}
 	}
 	sort.SliceStable(r.out.Transitions, func(i, j int) bool { return r.out.Transitions[i].At.Before(r.out.Transitions[j].At) })
+	sort.SliceStable(r.out.Warnings, func(i, j int) bool { return r.out.Warnings[i].At.Before(r.out.Warnings[j].At) })
+}
+
+// intentsAt are the targets' intents of the intervals that open at t.
+func intentsAt(tl *schedule.Timeline, t time.Time) map[string]schedule.Intent {
+	out := map[string]schedule.Intent{}
+	for _, iv := range tl.Intervals {
+		if iv.Start.Equal(t) {
+			out[iv.Target] = iv.Intent
+		}
+	}
+	return out
 }
 
 // stateAt is the running set of the segment that ends at t (after: that

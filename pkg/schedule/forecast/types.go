@@ -31,6 +31,11 @@ type Load struct {
 	// Replicas is how many replicas run when nothing pins the count (an
 	// always-running workload, or a target whose intent is not pinned).
 	Replicas int32
+	// Namespace is the workload's, for its ResourceQuotas.
+	Namespace string
+	// Alias names what makes the workload serve an alias ("Service chat"),
+	// "" when nothing does: stopping it then needs allowDowntime.
+	Alias string
 }
 
 // Schedule is one compiled DeploySchedule with the loads of its targets.
@@ -57,6 +62,8 @@ type Input struct {
 	// reservations hold (see WithoutDevices).
 	Slices  []*resourceapi.ResourceSlice
 	Classes []*resourceapi.DeviceClass
+	// Quotas are the ResourceQuotas of the schedules' namespaces.
+	Quotas []*v1.ResourceQuota
 	// Allocated are claims already holding devices that stay held over the
 	// range (pods no schedule touches).
 	Allocated []*resourceapi.ResourceClaim
@@ -82,6 +89,9 @@ type Forecast struct {
 	Uses map[string]map[string]bool
 	// Windows are the schedule windows active in the range (for drawing).
 	Windows []Window
+	// Warnings are the refusals the controller will make at transitions
+	// (AliasBlocked, QuotaRefused), in time order.
+	Warnings []Warning
 	// Notes say what the forecast could not count (a claim no device
 	// matches).
 	Notes []string

@@ -16,7 +16,17 @@ const (
 	RecordCapacity   = "capacity"
 	RecordTransition = "transition"
 	RecordOvercommit = "overcommit"
+	RecordWarning    = "warning"
 )
+
+type warningRecord struct {
+	Type     string `json:"type"`
+	Reason   string `json:"reason"`
+	Schedule string `json:"schedule"`
+	Target   string `json:"target"`
+	At       string `json:"at"`
+	Message  string `json:"message"`
+}
 
 type capacityRecord struct {
 	Type     string `json:"type"`
@@ -55,7 +65,8 @@ type overcommitRecord struct {
 // WriteJSON writes one JSON object per line, times in loc: per model, a
 // "capacity" record for every stretch where its demand or capacity
 // changes; then a "transition" record per transition and model it
-// touches; then an "overcommit" record per over-committed window.
+// touches; then an "overcommit" record per over-committed window; then a
+// "warning" record per refusal the controller will make at a transition.
 func WriteJSON(w io.Writer, f *Forecast, loc *time.Location) error {
 	enc := json.NewEncoder(w)
 	ts := func(t time.Time) string { return t.In(loc).Format(time.RFC3339) }
@@ -81,6 +92,11 @@ func WriteJSON(w io.Writer, f *Forecast, loc *time.Location) error {
 		}
 		rec := overcommitRecord{RecordOvercommit, oc.Model, ts(oc.From), ts(oc.To), oc.Demand, oc.Capacity, targets, oc.Others, oc.Reason, oc.Detail}
 		if err := enc.Encode(rec); err != nil {
+			return err
+		}
+	}
+	for _, w := range f.Warnings {
+		if err := enc.Encode(warningRecord{RecordWarning, w.Reason, w.Schedule, w.Target, ts(w.At), w.Message}); err != nil {
 			return err
 		}
 	}
@@ -144,6 +160,12 @@ func WriteTable(w io.Writer, f *Forecast, loc *time.Location) error {
 			if oc.Detail != "" {
 				fmt.Fprintf(tw, "  %s: %s\n", at(oc.From), oc.Detail)
 			}
+		}
+	}
+	if len(f.Warnings) > 0 {
+		fmt.Fprintln(tw, "\nWARNING AT\tSCHEDULE\tREASON\tMESSAGE")
+		for _, w := range f.Warnings {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", at(w.At), w.Schedule, w.Reason, w.Message)
 		}
 	}
 	for _, n := range f.Notes {
