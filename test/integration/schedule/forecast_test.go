@@ -1,13 +1,21 @@
 package schedule
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
+	"github.com/rota-dev/rota/test/integration/framework"
 )
 
 // waitForecast advances the clock until the schedule's Forecast condition
@@ -65,4 +73,76 @@ func TestForecastCondition(t *testing.T) {
 		"serving/gpu-pool-h100-shared/llama70b, serving/gpu-pool-h100-shared/sdxl",
 		"also running: serving/Pod/md-bge-embed-")
 	e.waitEvent(name, "Warning", v1alpha1.ReasonForecastOvercommitted, "14 of 10 GPUs")
+
+	// kubectl rota forecast reads the same cluster and gives the windows
+	// as JSON lines.
+	out := runKubectlRota(t, e.cp, "forecast", "-o", "json", "--from", "2026-10-19T00:00:00+07:00", "--to", "2026-10-26T00:00:00+07:00")
+	var got []string
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var rec struct {
+			Type, From, To, Reason string
+			Demand, Capacity       int
+			Targets, Others        []string
+		}
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("kubectl rota forecast: line %q: %v", line, err)
+		}
+		if rec.Type != "overcommit" {
+			continue
+		}
+		if len(rec.Others) != 1 || !strings.HasPrefix(rec.Others[0], "serving/Pod/md-bge-embed-") {
+			t.Errorf("over-commit %s: others %v, want md-bge-embed's pod", rec.From, rec.Others)
+		}
+		got = append(got, fmt.Sprintf("%s %s %d/%d %s %s", rec.From[5:16], rec.To[11:16], rec.Demand, rec.Capacity, rec.Reason, strings.Join(rec.Targets, ",")))
+	}
+	day := "serving/gpu-pool-h100-shared/llama70b,serving/gpu-pool-h100-shared/sdxl"
+	want := []string{
+		"10-19T08:00 18:00 14/10 count " + day,
+		"10-20T08:00 18:00 14/10 count " + day,
+		"10-21T08:00 13:00 14/10 count " + day,
+		"10-21T13:00 15:00 12/10 count serving/gpu-pool-h100-shared/qwen32b,serving/gpu-pool-h100-shared/sdxl",
+		"10-21T15:00 18:00 14/10 count " + day,
+		"10-22T08:00 18:00 14/10 count " + day,
+		"10-23T08:00 18:00 14/10 count " + day,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("kubectl rota forecast over-commits:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+var (
+	buildOnce sync.Once
+	builtDir  string
+	buildErr  error
+	buildOut  []byte
+)
+
+// runKubectlRota builds kubectl-rota once (or takes it from ROTA_BIN_DIR,
+// as `make build` leaves it) and runs it against the control plane.
+func runKubectlRota(t *testing.T, cp *framework.ControlPlane, args ...string) string {
+	t.Helper()
+	bin := ""
+	if dir := os.Getenv("ROTA_BIN_DIR"); dir != "" {
+		bin = filepath.Join(dir, "kubectl-rota")
+	} else {
+		buildOnce.Do(func() {
+			if builtDir, buildErr = os.MkdirTemp("", "kubectl-rota-"); buildErr != nil {
+				return
+			}
+			cmd := exec.Command("go", "build", "-o", filepath.Join(builtDir, "kubectl-rota"), "./cmd/kubectl-rota")
+			cmd.Dir = framework.RepoRoot(t)
+			buildOut, buildErr = cmd.CombinedOutput()
+		})
+		if buildErr != nil {
+			t.Fatalf("go build ./cmd/kubectl-rota: %v\n%s", buildErr, buildOut)
+		}
+		bin = filepath.Join(builtDir, "kubectl-rota")
+	}
+	cmd := exec.Command(bin, append([]string{"--kubeconfig", cp.Kubeconfig}, args...)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("kubectl rota %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	return stdout.String()
 }
