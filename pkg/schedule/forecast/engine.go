@@ -3,7 +3,6 @@ package forecast
 import (
 	"context"
 	"fmt"
-	"maps"
 	"sort"
 	"time"
 
@@ -119,14 +118,16 @@ func (r *run) replicas(load string, in schedule.Intent) int32 {
 // segments sweeps the instants where some target's intent changes and
 // records the demand of each stretch between them, then its over-commits.
 func (r *run) segments(ctx context.Context, steps []loadSteps) error {
-	cuts := map[time.Time]bool{r.in.From: true}
+	// Keyed by instant, not time.Time: schedules in different zones give
+	// equal instants with different locations.
+	cuts := map[int64]time.Time{r.in.From.UnixNano(): r.in.From}
 	for _, ls := range steps {
 		for _, iv := range ls.intervals {
-			cuts[iv.Start] = true
+			cuts[iv.Start.UnixNano()] = iv.Start.In(r.in.From.Location())
 		}
 	}
 	instants := make([]time.Time, 0, len(cuts))
-	for t := range cuts {
+	for _, t := range cuts {
 		instants = append(instants, t)
 	}
 	sort.Slice(instants, func(i, j int) bool { return instants[i].Before(instants[j]) })
@@ -165,14 +166,9 @@ func (r *run) segments(ctx context.Context, steps []loadSteps) error {
 // demand is the GPUs per model that the running loads and the allocated
 // claims ask for.
 func (r *run) demand(running map[string]int32) map[string]int {
-	out := maps.Clone(r.fixed)
-	for name, n := range running {
-		for i, per := range r.perPod[name] {
-			pods := int(n) * r.loads[name].Replica[i].Pods
-			for model, c := range per {
-				out[model] += pods * c
-			}
-		}
+	out := r.loadDemand(running)
+	for model, n := range r.fixed {
+		out[model] += n
 	}
 	return out
 }

@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
+	"github.com/rota-dev/rota/pkg/schedule"
 )
 
 const week = "serving/gpu-pool-h100-shared/"
@@ -157,5 +158,46 @@ func TestFragmentation(t *testing.T) {
 		if !strings.Contains(oc.Detail, "node-a=6") || !strings.Contains(oc.Detail, "node-b=6") {
 			t.Errorf("detail %q does not give the free GPUs per node", oc.Detail)
 		}
+	}
+}
+
+// TestSchedulesSwappingAtOneInstant: a second schedule, in another zone with
+// the same offset, starts sdxl (4 GPUs) at 08:00 when the week schedule
+// swaps qwen32b for llama70b. The schedules act independently, so either may
+// be at any of its steps: each swap peaks at bge 2 + llama70b 8 + sdxl 4 =
+// 14 (qwen32b stops before llama70b starts). Equal instants from the two
+// zones make one boundary, not two.
+func TestSchedulesSwappingAtOneInstant(t *testing.T) {
+	in := weekInput(t, nil, nil)
+	ds, _ := weekSchedule(t, nil)
+	ds.Name, ds.Spec.TimeZone = "sdxl-daytime", "Asia/Bangkok"
+	ds.Spec.Targets = []v1alpha1.ScheduleTarget{{Name: "sdxl", DefaultState: v1alpha1.StateStopped,
+		WorkloadRef: v1alpha1.WorkloadReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "md-sdxl"}}}
+	ds.Spec.Windows = ds.Spec.Windows[:1]
+	ds.Spec.Windows[0].States = []v1alpha1.TargetState{{Target: "sdxl", DesiredState: v1alpha1.StateRunning}}
+	compiled, err := schedule.Compile(ds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.Schedules = append(in.Schedules, Schedule{Namespace: "serving", Name: "sdxl-daytime", Compiled: compiled,
+		Targets: map[string]*Load{"sdxl": {Name: "serving/sdxl-daytime/sdxl", Replica: gpus(4), Replicas: 1}}})
+	f := runForecast(t, in)
+	for _, s := range f.Segments {
+		if !s.From.Before(s.To) {
+			t.Errorf("empty segment at %s", s.From)
+		}
+	}
+	if len(f.Segments) != 13 {
+		t.Errorf("%d segments, want 13 (the same boundaries as the week alone)", len(f.Segments))
+	}
+	var got []string
+	for _, tr := range f.Transitions {
+		if tr.At.Equal(at(19, 8, 0)) {
+			got = append(got, fmt.Sprintf("%s %d→%d→%d", tr.Schedule, tr.Before["H100"], tr.Peak["H100"], tr.After["H100"]))
+		}
+	}
+	want := "serving/gpu-pool-h100-shared 8→14→14 serving/sdxl-daytime 8→14→14"
+	if strings.Join(got, " ") != want {
+		t.Errorf("Monday 08:00: %v, want %s", got, want)
 	}
 }
