@@ -6,7 +6,10 @@ import (
 	"testing"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/ptr"
 
 	"github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
@@ -200,4 +203,57 @@ func TestSchedulesSwappingAtOneInstant(t *testing.T) {
 	if strings.Join(got, " ") != want {
 		t.Errorf("Monday 08:00: %v, want %s", got, want)
 	}
+}
+
+// TestBuildFromObjects builds the input as the commands do: an Observe
+// schedule changes nothing, so its running workload counts all week, once,
+// although its pod holds an allocated claim; a pod no schedule touches
+// counts through its claim.
+func TestBuildFromObjects(t *testing.T) {
+	ds, _ := weekSchedule(t, nil)
+	ds.Spec.Mode = v1alpha1.ScheduleModeObserve
+	tmpl := &resourceapi.ResourceClaimTemplate{}
+	tmpl.Namespace, tmpl.Name = "serving", "six"
+	tmpl.Spec.Spec = gpus(6)[0].PodClaims[0]
+	qwen := deployment("md-qwen32b", 1, "six")
+	llama := deployment("md-llama70b", 0, "six")
+	slice := nodeSlice("gpu-node-0", "H100", 10)
+	claim := func(name, pod string, devices ...string) *resourceapi.ResourceClaim {
+		c := &resourceapi.ResourceClaim{}
+		c.Namespace, c.Name = "serving", name
+		c.Status.ReservedFor = []resourceapi.ResourceClaimConsumerReference{{Resource: "pods", Name: pod}}
+		c.Status.Allocation = &resourceapi.AllocationResult{}
+		for _, d := range devices {
+			c.Status.Allocation.Devices.Results = append(c.Status.Allocation.Devices.Results,
+				resourceapi.DeviceRequestAllocationResult{Driver: slice.Spec.Driver, Pool: "gpu-node-0", Device: d, Request: "gpu"})
+		}
+		return c
+	}
+	pod := func(name, app string) *v1.Pod {
+		p := &v1.Pod{}
+		p.Namespace, p.Name, p.Labels = "serving", name, map[string]string{"app": app}
+		return p
+	}
+	in, err := Build(Objects{
+		Schedules: []*v1alpha1.DeploySchedule{ds}, Workloads: []Workload{qwen, llama},
+		Templates: []*resourceapi.ResourceClaimTemplate{tmpl}, Slices: []*resourceapi.ResourceSlice{slice},
+		Classes: []*resourceapi.DeviceClass{gpuClass()},
+		Pods:    []*v1.Pod{pod("qwen-1", "md-qwen32b"), pod("bge-1", "md-bge-embed")},
+		Claims: []*resourceapi.ResourceClaim{claim("qwen-1-gpu", "qwen-1", "gpu-0", "gpu-1", "gpu-2", "gpu-3", "gpu-4", "gpu-5"),
+			claim("bge-1-gpu", "bge-1", "gpu-6", "gpu-7")},
+	}, at(19, 0, 0), at(26, 0, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := runForecast(t, in)
+	if len(f.Segments) != 1 || f.Segments[0].Demand["H100"] != 8 || len(f.Transitions) != 0 {
+		t.Fatalf("segments %+v transitions %d, want one week of qwen32b 6 + bge 2 and no transition", f.Segments, len(f.Transitions))
+	}
+}
+
+func deployment(name string, replicas int32, template string) Workload {
+	return Workload{Namespace: "serving", Kind: "Deployment", Name: name, Replicas: ptr.To(replicas),
+		Selector: labels.SelectorFromSet(labels.Set{"app": name}),
+		Template: &v1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": name}},
+			Spec: v1.PodSpec{ResourceClaims: []v1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: ptr.To(template)}}}}}
 }

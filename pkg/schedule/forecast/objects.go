@@ -73,6 +73,16 @@ func Build(o Objects, from, to time.Time) (Input, error) {
 	touched := map[string]bool{}
 	var selectors []Workload
 	for _, ds := range o.Schedules {
+		if ds.Spec.Mode == v1alpha1.ScheduleModeObserve {
+			// It changes nothing: its workloads run as they are, counted
+			// as always running (their pods' claims not a second time).
+			for _, t := range ds.Spec.Targets {
+				if w, ok := workloads[ds.Namespace+"/"+t.WorkloadRef.Kind+"/"+t.WorkloadRef.Name]; ok {
+					selectors = append(selectors, *w)
+				}
+			}
+			continue
+		}
 		compiled, err := schedule.Compile(ds)
 		if err != nil {
 			return Input{}, fmt.Errorf("DeploySchedule %s/%s: %w", ds.Namespace, ds.Name, err)
@@ -99,7 +109,11 @@ func Build(o Objects, from, to time.Time) (Input, error) {
 		if touched[key] || members[key] {
 			continue
 		}
-		load, err := loadOf(key, workloads[key], templates)
+		w := workloads[key]
+		if w.Replicas != nil && *w.Replicas == 0 {
+			continue // stopped, and no schedule starts it
+		}
+		load, err := loadOf(key, w, templates)
 		if err != nil {
 			return Input{}, err
 		}
