@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/utils/clock"
 
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
 	"github.com/rota-dev/rota/pkg/schedule"
 	"github.com/rota-dev/rota/pkg/schedule/forecast"
 )
@@ -41,7 +42,7 @@ StatefulSets they name (replicas and pod template), the ResourceClaimTemplates
 those pods use, GPUReservations (their GPUs leave the pool, their members are
 left out), Services and ResourceQuotas (to warn of stops the alias guard will
 refuse and starts the namespace quota will), and optionally DeviceClasses
-(default: gpu.rota.dev). A Deployment
+(default: ` + gpuv1.DeviceClassName + `). A Deployment
 or StatefulSet no schedule names runs the whole range. The pool is one
 --node NAME=PROFILE per node, with the driver's mock profiles (dgx-h100,
 hgx-h200, or a list such as h100:8 or h100:4,a100:4).
