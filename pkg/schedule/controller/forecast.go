@@ -123,7 +123,7 @@ func overcommitOf(f *forecast.Forecast, ds *v1alpha1.DeploySchedule, loc *time.L
 	case len(windows) > 0 && (len(swaps) == 0 || !swaps[0].At.Before(windows[0].From)):
 		oc := windows[0]
 		msg := fmt.Sprintf("%d over-committed window(s) from %s; the first: %s %s to %s asks for %d of %d GPUs (%s): %s",
-			len(windows), span, oc.Model, oc.From.In(loc).Format(layout), oc.To.In(loc).Format(layout), oc.Demand, oc.Capacity, oc.Reason, strings.Join(oc.Targets, ", "))
+			len(windows), span, forecast.ModelLabel(oc.Model), oc.From.In(loc).Format(layout), oc.To.In(loc).Format(layout), oc.Demand, oc.Capacity, oc.Reason, strings.Join(oc.Targets, ", "))
 		if len(oc.Others) > 0 {
 			msg += "; also running: " + strings.Join(oc.Others, ", ")
 		}
@@ -132,7 +132,7 @@ func overcommitOf(f *forecast.Forecast, ds *v1alpha1.DeploySchedule, loc *time.L
 		tr := swaps[0]
 		m := tr.Over[0]
 		return fmt.Sprintf("the transition at %s peaks at %d of %d %s GPUs while its steps run (%s)",
-			tr.At.In(loc).Format(layout), tr.Peak[m], f.Capacity[m], m, strings.Join(stepNames(tr), ", ")), true
+			tr.At.In(loc).Format(layout), tr.Peak[m], f.Capacity[m], forecast.ModelLabel(m), strings.Join(stepNames(tr), ", ")), true
 	}
 	return "the pool holds what every window asks for from " + span, false
 }

@@ -110,6 +110,9 @@ func (r *run) pack(ctx context.Context, running map[string]int32) (packResult, e
 	}
 	var shapes []shape
 	for _, name := range names {
+		if r.unmatched[name] {
+			continue
+		}
 		for i, d := range r.loads[name].Replica {
 			gpus := 0
 			for _, c := range r.perPod[name][i] {
@@ -125,10 +128,14 @@ func (r *run) pack(ctx context.Context, running map[string]int32) (packResult, e
 		demands[i] = s.d
 	}
 	res, err := r.previewr.Check(ctx, preview.Inputs{Nodes: r.nodes(), Slices: r.in.Slices, Claims: r.in.Allocated, Classes: r.in.Classes}, demands...)
-	if err != nil {
-		return packResult{}, fmt.Errorf("packing %s: %w", k, err)
-	}
 	out := packResult{}
+	if err != nil {
+		// The allocator refused a claim (a selector it cannot evaluate):
+		// say so, and judge the stretch by count alone.
+		r.out.Notes = append(r.out.Notes, fmt.Sprintf("not packed per node (%s): %v", k, err))
+		r.packed[k] = out
+		return out, nil
+	}
 	if !res.Fits {
 		failed := len(res.Nodes)
 		for _, s := range shapes {

@@ -24,6 +24,9 @@ type run struct {
 	fixed map[string]int
 	// holders name the pods behind fixed, per model.
 	holders map[string][]string
+	// unmatched are the loads with a request no device matches: counted
+	// for what matches, never packed (no node would ever fit them).
+	unmatched map[string]bool
 	// packed remembers packing answers by running set.
 	packed map[string]packResult
 	out    *Forecast
@@ -41,9 +44,11 @@ func Run(ctx context.Context, in Input) (*Forecast, error) {
 	if !in.From.Before(in.To) {
 		return nil, fmt.Errorf("empty range: from %s is not before to %s", in.From.Format(time.RFC3339), in.To.Format(time.RFC3339))
 	}
+	// The schedules are copied: a target left out is removed from the copy.
+	in.Schedules = append([]Schedule(nil), in.Schedules...)
 	r := &run{in: &in, pool: newPool(&in), previewr: preview.New(), loads: map[string]*Load{},
-		perPod: map[string][]map[string]int{}, packed: map[string]packResult{}}
-	r.out = &Forecast{From: in.From, To: in.To, Capacity: r.pool.capacity, Nodes: r.pool.nodes}
+		perPod: map[string][]map[string]int{}, packed: map[string]packResult{}, unmatched: map[string]bool{}}
+	r.out = &Forecast{From: in.From, To: in.To, Capacity: r.pool.capacity, Nodes: r.pool.nodes, Notes: append([]string(nil), in.Notes...)}
 	r.fixed, r.holders = r.pool.allocatedByModel(in.Allocated)
 	var steps []loadSteps
 	timelines := make([]*schedule.Timeline, len(in.Schedules))
@@ -58,19 +63,29 @@ func Run(ctx context.Context, in Input) (*Forecast, error) {
 		for _, iv := range tl.Intervals {
 			byTarget[iv.Target] = append(byTarget[iv.Target], iv)
 		}
+		kept := make(map[string]*Load, len(s.Targets))
 		for _, name := range sortedKeys(s.Targets) {
 			if err := r.addLoad(ctx, s.Targets[name]); err != nil {
-				return nil, err
+				// One tenant's claim the pool cannot read leaves that
+				// target out, not everyone's forecast.
+				r.out.Notes = append(r.out.Notes, fmt.Sprintf("%s left out: %v", s.Targets[name].Name, err))
+				continue
 			}
+			kept[name] = s.Targets[name]
 			steps = append(steps, loadSteps{load: s.Targets[name].Name, schedule: s.Key(), intervals: byTarget[name]})
 		}
+		s.Targets = kept
 		r.out.Windows = append(r.out.Windows, windowsOf(s.Key(), tl)...)
 	}
+	var always []Load
 	for i := range in.Always {
 		if err := r.addLoad(ctx, &in.Always[i]); err != nil {
-			return nil, err
+			r.out.Notes = append(r.out.Notes, fmt.Sprintf("%s left out: %v", in.Always[i].Name, err))
+			continue
 		}
+		always = append(always, in.Always[i])
 	}
+	in.Always = always
 	if err := r.segments(ctx, steps); err != nil {
 		return nil, err
 	}
@@ -97,6 +112,7 @@ func (r *run) addLoad(ctx context.Context, l *Load) error {
 		}
 		for _, n := range notes {
 			r.out.Notes = append(r.out.Notes, l.Name+": "+n)
+			r.unmatched[l.Name] = true
 		}
 		per[i] = m
 	}

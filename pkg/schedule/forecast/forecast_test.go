@@ -257,3 +257,25 @@ func deployment(name string, replicas int32, template string) Workload {
 		Template: &v1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": name}},
 			Spec: v1.PodSpec{ResourceClaims: []v1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: ptr.To(template)}}}}}
 }
+
+// TestTenantCannotBreakTheForecast: another tenant's target whose claim
+// names a DeviceClass that does not exist, or a selector the allocator
+// cannot evaluate, is left out with a note; everyone else's forecast stands.
+func TestTenantCannotBreakTheForecast(t *testing.T) {
+	noClass := gpus(4)
+	noClass[0].PodClaims[0].Devices.Requests[0].Exactly.DeviceClassName = "missing.example.com"
+	badCEL := gpus(1)
+	badCEL[0].PodClaims[0].Devices.Requests[0].Exactly.Selectors = []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{
+		Expression: `device.attributes["gpu.rota.dev"].model.startsWith(1)`}}}
+	f := runForecast(t, weekInput(t, addSDXL, map[string]*Load{"sdxl": {Name: week + "sdxl", Replica: noClass, Replicas: 1}}))
+	if len(f.Overcommits) != 0 || len(f.Notes) != 1 || !strings.Contains(f.Notes[0], week+"sdxl left out") {
+		t.Errorf("over-commits %v notes %q, want none and sdxl left out", f.Overcommits, f.Notes)
+	}
+	in := weekInput(t, nil, nil)
+	in.Always = append(in.Always, Load{Name: "mallory/Deployment/x", Replica: badCEL, Replicas: 1})
+	f = runForecast(t, in)
+	if len(f.Overcommits) != 0 || len(f.Transitions) != 12 {
+		t.Errorf("over-commits %v, %d transitions: the bad selector changed the forecast", f.Overcommits, len(f.Transitions))
+	}
+	t.Logf("notes: %q", f.Notes)
+}

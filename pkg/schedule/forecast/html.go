@@ -85,7 +85,7 @@ func (p *page) model(m string) {
 	bands := p.bandRows()
 	y0 := len(bands)*bandH + 24 // top of the plot
 	y := func(n int) float64 { return float64(y0) + float64(plotH)*(1-float64(n)/float64(top)) }
-	fmt.Fprintf(&p.b, "<h2>%s: demand against %d healthy, unreserved GPUs</h2>\n", esc(label(m)), capacity)
+	fmt.Fprintf(&p.b, "<h2>%s: demand against %d healthy, unreserved GPUs</h2>\n", esc(ModelLabel(m)), capacity)
 	fmt.Fprintf(&p.b, `<svg xmlns="http://www.w3.org/2000/svg" class="model" data-model="%s" width="%d" height="%d">`+"\n",
 		esc(m), plotLabelW+plotW+20, y0+plotH+30)
 	for i, row := range bands {
@@ -171,7 +171,7 @@ func (p *page) overcommitTable() {
 	p.b.WriteString("<table><tr><th>from</th><th>to</th><th>model</th><th>demand / capacity</th><th>reason</th><th>targets</th><th>also running</th><th>detail</th></tr>\n")
 	for _, oc := range p.f.Overcommits {
 		fmt.Fprintf(&p.b, `<tr class="over"><td>%s</td><td>%s</td><td>%s</td><td>%d / %d</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>`+"\n",
-			p.at(oc.From, "Mon 2006-01-02 15:04"), p.at(oc.To, "Mon 2006-01-02 15:04"), esc(label(oc.Model)), oc.Demand, oc.Capacity,
+			p.at(oc.From, "Mon 2006-01-02 15:04"), p.at(oc.To, "Mon 2006-01-02 15:04"), esc(ModelLabel(oc.Model)), oc.Demand, oc.Capacity,
 			esc(oc.Reason), esc(strings.Join(oc.Targets, ", ")), esc(strings.Join(oc.Others, ", ")), esc(oc.Detail))
 	}
 	p.b.WriteString("</table>\n")
@@ -197,7 +197,7 @@ func (p *page) transitionTable() {
 	for _, tr := range p.f.Transitions {
 		var parts []string
 		for _, m := range sortedKeys(tr.Peak) {
-			parts = append(parts, fmt.Sprintf("%s %d → %d → %d", label(m), tr.Before[m], tr.Peak[m], tr.After[m]))
+			parts = append(parts, fmt.Sprintf("%s %d → %d → %d", ModelLabel(m), tr.Before[m], tr.Peak[m], tr.After[m]))
 		}
 		class := ""
 		if len(tr.Over) > 0 {

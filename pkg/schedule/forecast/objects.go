@@ -50,8 +50,8 @@ type Objects struct {
 }
 
 // Build compiles the schedules and turns the objects into an Input over
-// [from, to). Errors name the object at fault; a schedule that does not
-// compile is an error.
+// [from, to). A schedule that does not compile is an error naming it; a
+// workload whose claim template is missing is left out with a note.
 func Build(o Objects, from, to time.Time) (Input, error) {
 	in := Input{From: from, To: to, Nodes: o.Nodes, Classes: o.Classes, Quotas: o.Quotas,
 		Slices: WithoutReserved(o.Slices, o.Reservations)}
@@ -98,7 +98,10 @@ func Build(o Objects, from, to time.Time) (Input, error) {
 			selectors = append(selectors, *w)
 			load, err := loadOf(s.Key()+"/"+t.Name, w, templates)
 			if err != nil {
-				return Input{}, err
+				// One tenant's broken workload leaves its target out, not
+				// everyone's forecast.
+				in.Notes = append(in.Notes, fmt.Sprintf("%s left out: %v", s.Key()+"/"+t.Name, err))
+				continue
 			}
 			load.Alias = aliasOf(w, o.Services)
 			s.Targets[t.Name] = load
@@ -115,7 +118,8 @@ func Build(o Objects, from, to time.Time) (Input, error) {
 		}
 		load, err := loadOf(key, w, templates)
 		if err != nil {
-			return Input{}, err
+			in.Notes = append(in.Notes, fmt.Sprintf("%s left out: %v", key, err))
+			continue
 		}
 		in.Always = append(in.Always, *load)
 	}

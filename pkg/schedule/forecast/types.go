@@ -64,6 +64,9 @@ type Input struct {
 	Classes []*resourceapi.DeviceClass
 	// Quotas are the ResourceQuotas of the schedules' namespaces.
 	Quotas []*v1.ResourceQuota
+	// Notes say what was left out while gathering the input; Run passes
+	// them on.
+	Notes []string
 	// Allocated are claims already holding devices that stay held over the
 	// range (pods no schedule touches).
 	Allocated []*resourceapi.ResourceClaim

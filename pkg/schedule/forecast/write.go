@@ -125,10 +125,10 @@ func WriteTable(w io.Writer, f *Forecast, loc *time.Location) error {
 	fmt.Fprintf(tw, "Forecast %s → %s (%s)\n", at(f.From), at(f.To), loc)
 	fmt.Fprintln(tw, "\nPOOL\tHEALTHY UNRESERVED GPUs\tPER NODE")
 	for _, m := range f.Models {
-		fmt.Fprintf(tw, "%s\t%d\t%s\n", label(m), f.Capacity[m], f.perNode(m))
+		fmt.Fprintf(tw, "%s\t%d\t%s\n", ModelLabel(m), f.Capacity[m], f.perNode(m))
 	}
 	for _, m := range f.Models {
-		fmt.Fprintf(tw, "\nDEMAND %s (capacity %d)\tTO\tGPUs\tRUNNING\n", label(m), f.Capacity[m])
+		fmt.Fprintf(tw, "\nDEMAND %s (capacity %d)\tTO\tGPUs\tRUNNING\n", ModelLabel(m), f.Capacity[m])
 		for _, p := range f.Series(m) {
 			mark := ""
 			if p.Demand > f.Capacity[m] {
@@ -141,7 +141,7 @@ func WriteTable(w io.Writer, f *Forecast, loc *time.Location) error {
 	for _, tr := range f.Transitions {
 		var parts []string
 		for _, m := range sortedKeys(tr.Peak) {
-			p := fmt.Sprintf("%s %d → %d → %d", label(m), tr.Before[m], tr.Peak[m], tr.After[m])
+			p := fmt.Sprintf("%s %d → %d → %d", ModelLabel(m), tr.Before[m], tr.Peak[m], tr.After[m])
 			if tr.Peak[m] > f.Capacity[m] {
 				p += fmt.Sprintf(" OVER %d", f.Capacity[m])
 			}
@@ -154,7 +154,7 @@ func WriteTable(w io.Writer, f *Forecast, loc *time.Location) error {
 	} else {
 		fmt.Fprintln(tw, "\nOVER-COMMITTED FROM\tTO\tMODEL\tDEMAND/CAPACITY\tREASON\tTARGETS")
 		for _, oc := range f.Overcommits {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\n", at(oc.From), at(oc.To), label(oc.Model), oc.Demand, oc.Capacity, oc.Reason, oc.Collisions())
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\n", at(oc.From), at(oc.To), ModelLabel(oc.Model), oc.Demand, oc.Capacity, oc.Reason, oc.Collisions())
 		}
 		for _, oc := range f.Overcommits {
 			if oc.Detail != "" {
@@ -174,8 +174,8 @@ func WriteTable(w io.Writer, f *Forecast, loc *time.Location) error {
 	return tw.Flush()
 }
 
-// label names a model, "(no model)" for devices without the attribute.
-func label(m string) string {
+// ModelLabel names a model, "(no model)" for devices without the attribute.
+func ModelLabel(m string) string {
 	if m == "" {
 		return "(no model)"
 	}
