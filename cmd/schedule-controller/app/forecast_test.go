@@ -2,6 +2,7 @@ package app
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -240,3 +241,33 @@ spec: {hard: {gpu.rota.dev.deviceclass.resource.k8s.io/devices: "9"}}
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// TestForecastPerNode: on two dgx-h100 nodes bge, which no schedule
+// touches, stays on node-a; qwen32b joins it at night (2 + 6), llama70b
+// needs a whole node by day and gets node-b.
+func TestForecastPerNode(t *testing.T) {
+	recs := forecastJSON(t, "--file", weekFile, "--file", weekWorkloads, "--node", "node-a=dgx-h100", "--node", "node-b=dgx-h100")
+	perNode := map[string][]string{}
+	for _, r := range ofType(recs, "node") {
+		if r["capacity"] != 8.0 {
+			t.Errorf("%v: capacity, want 8", r)
+		}
+		perNode[r["node"].(string)] = append(perNode[r["node"].(string)], fmt.Sprintf("%s %v", r["from"].(string)[8:16], r["demand"]))
+	}
+	wantA, wantB := []string{"19T00:00 8"}, []string{"19T00:00 0"}
+	for _, d := range []string{"19", "20", "21", "22", "23"} {
+		wantA, wantB = append(wantA, d+"T08:00 2"), append(wantB, d+"T08:00 8")
+		if d == "21" {
+			wantA, wantB = append(wantA, "21T13:00 8", "21T15:00 2"), append(wantB, "21T13:00 0", "21T15:00 8")
+		}
+		wantA, wantB = append(wantA, d+"T18:00 8"), append(wantB, d+"T18:00 0")
+	}
+	for node, want := range map[string][]string{"node-a": wantA, "node-b": wantB} {
+		if got := strings.Join(perNode[node], ","); got != strings.Join(want, ",") {
+			t.Errorf("%s:\n%s\nwant\n%s", node, got, strings.Join(want, ","))
+		}
+	}
+	if oc := ofType(recs, "overcommit"); len(oc) != 0 {
+		t.Errorf("over-commits %v, want none", oc)
+	}
+}

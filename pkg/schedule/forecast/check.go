@@ -3,6 +3,7 @@ package forecast
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -17,16 +18,20 @@ import (
 // finds a node, else the load whose pod did not and why.
 type packResult struct {
 	load, detail string
+	// nodes are the GPUs per node and model once every pod is placed (nil
+	// when some pod is not), the allocated claims included.
+	nodes map[string]map[string]int
 }
 
 // check records seg's over-commits: by count for every model whose demand
 // exceeds its capacity, else by fragmentation when the pods do not pack.
-func (r *run) check(ctx context.Context, seg Segment) error {
+// The segment's GPUs per node are set when its pods pack.
+func (r *run) check(ctx context.Context, seg *Segment) error {
 	counted := false
 	for _, model := range sortedKeys(seg.Demand) {
 		if seg.Demand[model] > r.out.Capacity[model] {
 			counted = true
-			r.record(seg, model, ReasonCount, "")
+			r.record(*seg, model, ReasonCount, "")
 		}
 	}
 	if counted || len(seg.Running) == 0 {
@@ -36,6 +41,7 @@ func (r *run) check(ctx context.Context, seg Segment) error {
 	if err != nil {
 		return err
 	}
+	seg.Nodes = res.nodes
 	if res.load == "" {
 		return nil
 	}
@@ -46,7 +52,7 @@ func (r *run) check(ctx context.Context, seg Segment) error {
 			model = k
 		}
 	}
-	r.record(seg, model, ReasonFragmentation, res.detail)
+	r.record(*seg, model, ReasonFragmentation, res.detail)
 	return nil
 }
 
@@ -91,8 +97,8 @@ func (r *run) always(name string) bool {
 }
 
 // pack places every running pod with the capacity preview (the real DRA
-// allocator, node by node, first fit), the largest pods first, on top of
-// the allocated claims.
+// allocator, node by node, first fit) on top of the allocated claims: the
+// always-running workloads first, then the targets, largest pods first.
 func (r *run) pack(ctx context.Context, running map[string]int32) (packResult, error) {
 	names := sortedKeys(running)
 	key := make([]string, len(names))
@@ -104,9 +110,10 @@ func (r *run) pack(ctx context.Context, running map[string]int32) (packResult, e
 		return res, nil
 	}
 	type shape struct {
-		load string
-		gpus int
-		d    preview.Demand
+		load     string
+		template int
+		gpus     int
+		d        preview.Demand
 	}
 	var shapes []shape
 	for _, name := range names {
@@ -118,11 +125,18 @@ func (r *run) pack(ctx context.Context, running map[string]int32) (packResult, e
 			for _, c := range r.perPod[name][i] {
 				gpus += c
 			}
-			shapes = append(shapes, shape{load: name, gpus: gpus,
+			shapes = append(shapes, shape{load: name, template: i, gpus: gpus,
 				d: preview.Demand{PodClaims: d.PodClaims, Pods: d.Pods * int(running[name])}})
 		}
 	}
-	sort.SliceStable(shapes, func(i, j int) bool { return shapes[i].gpus > shapes[j].gpus })
+	// Workloads no schedule touches are already running where they are:
+	// they go first, then the targets, the largest pods first.
+	sort.SliceStable(shapes, func(i, j int) bool {
+		if ai, aj := r.always(shapes[i].load), r.always(shapes[j].load); ai != aj {
+			return ai
+		}
+		return shapes[i].gpus > shapes[j].gpus
+	})
 	demands := make([]preview.Demand, len(shapes))
 	for i, s := range shapes {
 		demands[i] = s.d
@@ -136,6 +150,28 @@ func (r *run) pack(ctx context.Context, running map[string]int32) (packResult, e
 		r.packed[k] = out
 		return out, nil
 	}
+	if res.Fits {
+		out.nodes = map[string]map[string]int{}
+		for node, per := range r.fixedNodes {
+			out.nodes[node] = maps.Clone(per)
+		}
+		pod := 0
+		for _, s := range shapes {
+			if len(s.d.PodClaims) == 0 {
+				continue
+			}
+			for range s.d.Pods {
+				node := res.Nodes[pod]
+				pod++
+				if out.nodes[node] == nil {
+					out.nodes[node] = map[string]int{}
+				}
+				for m, c := range r.perPod[s.load][s.template] {
+					out.nodes[node][m] += c
+				}
+			}
+		}
+	}
 	if !res.Fits {
 		failed := len(res.Nodes)
 		for _, s := range shapes {
@@ -143,7 +179,7 @@ func (r *run) pack(ctx context.Context, running map[string]int32) (packResult, e
 				continue
 			}
 			if failed < s.d.Pods {
-				out = packResult{load: s.load, detail: fmt.Sprintf("a pod of %s (%d GPUs) fits on no node once the larger pods are placed; %s", s.load, s.gpus, res.Message)}
+				out = packResult{load: s.load, detail: fmt.Sprintf("a pod of %s (%d GPUs) fits on no node once the running workloads and the larger pods are placed; %s", s.load, s.gpus, res.Message)}
 				break
 			}
 			failed -= s.d.Pods

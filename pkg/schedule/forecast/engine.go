@@ -22,6 +22,8 @@ type run struct {
 	perPod map[string][]map[string]int
 	// fixed is what the allocated claims hold, per model.
 	fixed map[string]int
+	// fixedNodes is fixed per node and model.
+	fixedNodes map[string]map[string]int
 	// holders name the pods behind fixed, per model.
 	holders map[string][]string
 	// unmatched are the loads with a request no device matches: counted
@@ -50,6 +52,7 @@ func Run(ctx context.Context, in Input) (*Forecast, error) {
 		perPod: map[string][]map[string]int{}, packed: map[string]packResult{}, unmatched: map[string]bool{}}
 	r.out = &Forecast{From: in.From, To: in.To, Capacity: r.pool.capacity, Nodes: r.pool.nodes, Notes: append([]string(nil), in.Notes...)}
 	r.fixed, r.holders = r.pool.allocatedByModel(in.Allocated)
+	r.fixedNodes = r.pool.allocatedByNode(in.Allocated)
 	var steps []loadSteps
 	timelines := make([]*schedule.Timeline, len(in.Schedules))
 	for i := range in.Schedules {
@@ -171,10 +174,10 @@ func (r *run) segments(ctx context.Context, steps []loadSteps) error {
 			}
 		}
 		seg := Segment{From: at, To: end, Demand: r.demand(running), Running: running}
-		r.out.Segments = append(r.out.Segments, seg)
-		if err := r.check(ctx, seg); err != nil {
+		if err := r.check(ctx, &seg); err != nil {
 			return err
 		}
+		r.out.Segments = append(r.out.Segments, seg)
 	}
 	return nil
 }

@@ -147,6 +147,29 @@ func (p *pool) allocatedByModel(claims []*resourceapi.ResourceClaim) (map[string
 	return out, holders
 }
 
+// allocatedByNode counts the devices the claims hold, per node and model.
+func (p *pool) allocatedByNode(claims []*resourceapi.ResourceClaim) map[string]map[string]int {
+	byID := map[structured.DeviceID]*gpupool.Device{}
+	for _, d := range p.devices {
+		byID[d.ID] = d
+	}
+	out := map[string]map[string]int{}
+	for _, c := range claims {
+		if c.Status.Allocation == nil {
+			continue
+		}
+		for _, r := range c.Status.Allocation.Devices.Results {
+			if d, ok := byID[structured.MakeDeviceID(r.Driver, r.Pool, r.Device)]; ok {
+				if out[d.Node] == nil {
+					out[d.Node] = map[string]int{}
+				}
+				out[d.Node][d.Model()]++
+			}
+		}
+	}
+	return out
+}
+
 // classLister serves the input's DeviceClasses to the matcher.
 type classLister []*resourceapi.DeviceClass
 

@@ -107,6 +107,10 @@ type Segment struct {
 	Demand map[string]int
 	// Running are the loads with their replicas (> 0), by name.
 	Running map[string]int32
+	// Nodes are the GPUs per node and model where the capacity preview
+	// places every pod (first fit, largest first) with the allocated
+	// claims; nil when some pod finds no node or the count is over.
+	Nodes map[string]map[string]int
 }
 
 // Overcommit is one window where demand exceeds what the pool can give.

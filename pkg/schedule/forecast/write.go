@@ -17,7 +17,18 @@ const (
 	RecordTransition = "transition"
 	RecordOvercommit = "overcommit"
 	RecordWarning    = "warning"
+	RecordNode       = "node"
 )
+
+type nodeRecord struct {
+	Type     string `json:"type"`
+	Node     string `json:"node"`
+	Model    string `json:"model"`
+	From     string `json:"from"`
+	To       string `json:"to"`
+	Demand   int    `json:"demand"`
+	Capacity int    `json:"capacity"`
+}
 
 type warningRecord struct {
 	Type     string `json:"type"`
@@ -64,8 +75,9 @@ type overcommitRecord struct {
 
 // WriteJSON writes one JSON object per line, times in loc: per model, a
 // "capacity" record for every stretch where its demand or capacity
-// changes; then a "transition" record per transition and model it
-// touches; then an "overcommit" record per over-committed window; then a
+// changes; a "node" record per model, node and stretch where the pods pack
+// and the node's demand changes; a "transition" record per transition and
+// model it touches; an "overcommit" record per over-committed window; a
 // "warning" record per refusal the controller will make at a transition.
 func WriteJSON(w io.Writer, f *Forecast, loc *time.Location) error {
 	enc := json.NewEncoder(w)
@@ -74,6 +86,18 @@ func WriteJSON(w io.Writer, f *Forecast, loc *time.Location) error {
 		for _, p := range f.Series(m) {
 			if err := enc.Encode(capacityRecord{RecordCapacity, m, ts(p.From), ts(p.To), p.Demand, f.Capacity[m]}); err != nil {
 				return err
+			}
+		}
+	}
+	for _, m := range f.Models {
+		for _, node := range sortedKeys(f.Nodes) {
+			if f.Nodes[node][m] == 0 {
+				continue
+			}
+			for _, p := range f.NodeSeries(m, node) {
+				if err := enc.Encode(nodeRecord{RecordNode, node, m, ts(p.From), ts(p.To), p.Demand, f.Nodes[node][m]}); err != nil {
+					return err
+				}
 			}
 		}
 	}
@@ -128,13 +152,13 @@ func WriteTable(w io.Writer, f *Forecast, loc *time.Location) error {
 		fmt.Fprintf(tw, "%s\t%d\t%s\n", ModelLabel(m), f.Capacity[m], f.perNode(m))
 	}
 	for _, m := range f.Models {
-		fmt.Fprintf(tw, "\nDEMAND %s (capacity %d)\tTO\tGPUs\tRUNNING\n", ModelLabel(m), f.Capacity[m])
-		for _, p := range f.Series(m) {
+		fmt.Fprintf(tw, "\nDEMAND %s (capacity %d)\tTO\tGPUs\tPER NODE\tRUNNING\n", ModelLabel(m), f.Capacity[m])
+		for _, p := range f.series(m, true) {
 			mark := ""
 			if p.Demand > f.Capacity[m] {
 				mark = "  OVER"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%d%s\t%s\n", at(p.From), at(p.To), p.Demand, mark, strings.Join(p.Loads, ", "))
+			fmt.Fprintf(tw, "%s\t%s\t%d%s\t%s\t%s\n", at(p.From), at(p.To), p.Demand, mark, perNodeText(p), strings.Join(p.Loads, ", "))
 		}
 	}
 	fmt.Fprintln(tw, "\nTRANSITION\tSCHEDULE\tSTEPS\tBEFORE → PEAK → AFTER")
