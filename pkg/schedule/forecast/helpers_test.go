@@ -59,7 +59,7 @@ func gpus(n int64) []preview.Demand {
 
 // weekSchedule compiles examples/deployschedule-week.yaml, with edit
 // applied first.
-func weekSchedule(t *testing.T, edit func(*v1alpha1.DeploySchedule)) (*v1alpha1.DeploySchedule, *schedule.Schedule) {
+func weekSchedule(t testing.TB, edit func(*v1alpha1.DeploySchedule)) (*v1alpha1.DeploySchedule, *schedule.Schedule) {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join("..", "..", "..", "examples", "deployschedule-week.yaml"))
 	if err != nil {
@@ -82,7 +82,7 @@ func weekSchedule(t *testing.T, edit func(*v1alpha1.DeploySchedule)) (*v1alpha1.
 	return ds, c
 }
 
-func runForecast(t *testing.T, in Input) *Forecast {
+func runForecast(t testing.TB, in Input) *Forecast {
 	t.Helper()
 	f, err := Run(context.Background(), in)
 	if err != nil {

@@ -22,10 +22,12 @@ type pool struct {
 	nodes    map[string]map[string]int
 	classes  classLister
 	cel      *cel.Cache
+	// matches remembers selector results per device, shared by every load.
+	matches *gpupool.MatchCache
 }
 
 func newPool(in *Input) *pool {
-	p := &pool{capacity: map[string]int{}, nodes: map[string]map[string]int{}, classes: in.Classes, cel: gpupool.NewCELCache()}
+	p := &pool{capacity: map[string]int{}, nodes: map[string]map[string]int{}, classes: in.Classes, cel: gpupool.NewCELCache(), matches: gpupool.NewMatchCache()}
 	gp := gpupool.NewPool(in.Slices, nil, nil)
 	for _, d := range gp.Devices() {
 		if gpupool.BlockingTaint(d.Device, nil) != nil {
@@ -70,7 +72,7 @@ func (p *pool) perPod(ctx context.Context, specs []resourceapi.ResourceClaimSpec
 // resolve picks the tier of req that the pool can serve and its model.
 func (p *pool) resolve(ctx context.Context, req gpupool.Request) (string, int, error) {
 	for _, tier := range req.Tiers {
-		m, err := gpupool.NewMatcher(p.classes, p.cel, nil, tier)
+		m, err := gpupool.NewMatcher(p.classes, p.cel, p.matches, tier)
 		if err != nil {
 			return "", 0, fmt.Errorf("request %q: %w", req.Name, err)
 		}
