@@ -36,6 +36,9 @@ type settings struct {
 	GateName       string
 	PassPeriod     time.Duration
 	ProgressPeriod time.Duration
+	// ForecastPeriod is how long the capacity forecast behind the Forecast
+	// condition is reused; negative turns the condition off.
+	ForecastPeriod time.Duration
 	Workers        int
 }
 
@@ -67,7 +70,8 @@ func newDeployScheduleController(d deps) (runnable, error) {
 		DynFactory:    d.DynFactory,
 		GateNamespace: d.Namespace, GateName: d.Settings.GateName,
 		PassPeriod: d.Settings.PassPeriod, ProgressPeriod: d.Settings.ProgressPeriod,
-		Registry: d.Registry,
+		ForecastPeriod: d.Settings.ForecastPeriod,
+		Registry:       d.Registry,
 	})
 }
 
