@@ -108,8 +108,13 @@ func (p *page) model(m string) {
 				x0, y(pt.Demand), max(x1-x0, 1), y(capacity)-y(pt.Demand), colourOver, tip)
 		}
 	}
+	labelled := false
 	for _, oc := range p.f.Overcommits {
 		if oc.Model == m && oc.Reason == ReasonFragmentation {
+			if !labelled {
+				fmt.Fprintf(&p.b, `<text x="4" y="%.1f" fill="%s">does not pack per node</text>`+"\n", y(0)+8, colourOver)
+				labelled = true
+			}
 			fmt.Fprintf(&p.b, `<rect class="overcommit fragmentation" x="%.1f" y="%.1f" width="%.1f" height="6" fill="%s"><title>%s</title></rect>`+"\n",
 				p.x(oc.From), y(0)+2, max(p.x(oc.To)-p.x(oc.From), 1), colourOver, esc(oc.Detail))
 		}
