@@ -118,11 +118,13 @@ func overcommitOf(f *forecast.Forecast, ds *v1alpha1.DeploySchedule, loc *time.L
 			swaps = append(swaps, tr)
 		}
 	}
-	span := fmt.Sprintf("%s to %s", f.From.In(loc).Format(layout), f.To.In(loc).Format(layout))
+	// The horizon, not its bounds: a message that changed every minute
+	// would write the status at every pass.
+	span := "the next " + forecastHorizon(f.To.Sub(f.From))
 	switch {
 	case len(windows) > 0 && (len(swaps) == 0 || !swaps[0].At.Before(windows[0].From)):
 		oc := windows[0]
-		msg := fmt.Sprintf("%d over-committed window(s) from %s; the first: %s %s to %s asks for %d of %d GPUs (%s): %s",
+		msg := fmt.Sprintf("%d over-committed window(s) in %s; the first: %s %s to %s asks for %d of %d GPUs (%s): %s",
 			len(windows), span, forecast.ModelLabel(oc.Model), oc.From.In(loc).Format(layout), oc.To.In(loc).Format(layout), oc.Demand, oc.Capacity, oc.Reason, strings.Join(oc.Targets, ", "))
 		if len(oc.Others) > 0 {
 			msg += "; also running: " + strings.Join(oc.Others, ", ")
@@ -134,7 +136,18 @@ func overcommitOf(f *forecast.Forecast, ds *v1alpha1.DeploySchedule, loc *time.L
 		return fmt.Sprintf("the transition at %s peaks at %d of %d %s GPUs while its steps run (%s)",
 			tr.At.In(loc).Format(layout), tr.Peak[m], f.Capacity[m], forecast.ModelLabel(m), strings.Join(stepNames(tr), ", ")), true
 	}
-	return "the pool holds what every window asks for from " + span, false
+	return "the pool holds what every window asks for in " + span, false
+}
+
+// forecastHorizon says d in days when it is whole days.
+func forecastHorizon(d time.Duration) string {
+	if d%(24*time.Hour) == 0 {
+		if n := int(d / (24 * time.Hour)); n != 1 {
+			return fmt.Sprintf("%d days", n)
+		}
+		return "day"
+	}
+	return d.String()
 }
 
 func stepNames(tr forecast.Transition) []string {
