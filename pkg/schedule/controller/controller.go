@@ -82,10 +82,12 @@ func (c *Controller) watch(factory dynamicinformer.DynamicSharedInformerFactory)
 	if err := informer.AddIndexers(cache.Indexers{workloadIndex: indexByWorkload}); err != nil {
 		return fmt.Errorf("index DeploySchedules: %w", err)
 	}
-	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) {
+	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(obj any, initialList bool) {
 			c.enqueue(obj)
-			c.forecastChanged()
+			if !initialList { // the initial list queues every schedule anyway
+				c.forecastChanged()
+			}
 		},
 		UpdateFunc: func(old, obj any) {
 			c.enqueue(obj)
