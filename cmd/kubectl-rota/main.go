@@ -1,6 +1,7 @@
 // Command kubectl-rota is a kubectl plugin (`kubectl rota ...`) that shows
 // what Rota decided: why a pod waits (`why`) and who holds every GPU of
-// the pool (`pool`). It only reads from the API server.
+// the pool (`pool`), and what the DeploySchedules will ask of the pool
+// (`forecast`). It only reads from the API server.
 package main
 
 import (
@@ -38,15 +39,15 @@ func newRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	o := &options{config: genericclioptions.NewConfigFlags(true), streams: streams}
 	cmd := &cobra.Command{
 		Use:           "kubectl-rota",
-		Short:         "Show what Rota decided: why a pod waits, who holds each GPU",
+		Short:         "Show what Rota decided: why a pod waits, who holds each GPU, what the schedules will ask",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
 	o.config.AddFlags(cmd.PersistentFlags())
-	cmd.PersistentFlags().StringVarP(&o.output, "output", "o", "", "output format: empty for text, json or yaml")
+	cmd.PersistentFlags().StringVarP(&o.output, "output", "o", "", "output format: empty for text, json or yaml (forecast: table, json or html)")
 	cmd.PersistentFlags().StringVar(&o.colorMode, "color", "auto", "colour text output: auto (only on a terminal), always or never")
 	cmd.PersistentFlags().IntVar(&o.width, "width", 100, "wrap text output at this many columns")
-	cmd.AddCommand(newWhyCommand(o), newPoolCommand(o))
+	cmd.AddCommand(newWhyCommand(o), newPoolCommand(o), newForecastCommand(o))
 	return cmd
 }
 

@@ -39,6 +39,9 @@ type settings struct {
 	GateName       string
 	PassPeriod     time.Duration
 	ProgressPeriod time.Duration
+	// ForecastPeriod is how long the capacity forecast behind the Forecast
+	// condition is reused; negative turns the condition off.
+	ForecastPeriod time.Duration
 	Workers        int
 	// BudgetWebhookURL, when set, turns the budget hook on
 	// (schedulecontroller.WebhookBudget), each call bounded by
@@ -96,8 +99,9 @@ func newDeployScheduleController(d deps) (runnable, error) {
 		DynFactory:    d.DynFactory,
 		GateNamespace: d.Namespace, GateName: d.Settings.GateName,
 		PassPeriod: d.Settings.PassPeriod, ProgressPeriod: d.Settings.ProgressPeriod,
-		Registry: d.Registry,
-		Budget:   d.Settings.budget(),
+		ForecastPeriod: d.Settings.ForecastPeriod,
+		Registry:       d.Registry,
+		Budget:         d.Settings.budget(),
 	})
 }
 

@@ -38,6 +38,8 @@ on a GPU pool by the clock, and offers a dry run that needs no cluster:
   run        run the controllers against a cluster, with leader election
   timeline   evaluate a DeploySchedule file over a time range and print every
              intent interval and transition plan (a dry run)
+  forecast   set schedules' GPU demand over a time range against a pool of
+             node profiles, and name every over-committed window (a dry run)
   version    print the Rota build`,
 		// Runnable, so that an unknown subcommand is an error, not a help page.
 		Args:          cobra.NoArgs,
@@ -48,7 +50,7 @@ on a GPU pool by the clock, and offers a dry run that needs no cluster:
 	root.CompletionOptions.DisableDefaultCmd = true
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newRunCommand(), newTimelineCommand(), newVersionCommand())
+	root.AddCommand(newRunCommand(), newTimelineCommand(), newForecastCommand(), newVersionCommand())
 	return root
 }
 

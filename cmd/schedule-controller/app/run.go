@@ -81,6 +81,8 @@ compare-and-swap and an idempotency key.`,
 	f.StringVar(&o.settings.GateName, "gate-configmap", schedulecontroller.DefaultGateName, "ConfigMap (in --namespace) whose key 'mode' is off, observe or on")
 	f.DurationVar(&o.settings.PassPeriod, "pass-period", schedulecontroller.DefaultPassPeriod, "how often every schedule is re-checked")
 	f.DurationVar(&o.settings.ProgressPeriod, "progress-period", schedulecontroller.DefaultProgressPeriod, "how often a schedule with a step in flight is looked at")
+	f.DurationVar(&o.settings.ForecastPeriod, "forecast-period", schedulecontroller.DefaultForecastPeriod,
+		"how long the capacity forecast behind each schedule's Forecast condition is reused (a schedule change forgets it at once); negative turns the condition off")
 	f.IntVar(&o.settings.Workers, "workers", 4, "parallel reconciles per controller")
 	f.StringVar(&o.settings.BudgetWebhookURL, "budget-webhook-url", "", "URL the preflight of every transition posts what it would start to (JSON BudgetRequest, answer BudgetDecision); a refusal or an error fails the transition with BudgetRefused before anything is released. Empty (default): no budget check")
 	f.DurationVar(&o.settings.BudgetWebhookTimeout, "budget-webhook-timeout", 10*time.Second, "how long one budget webhook call may take")

@@ -26,6 +26,9 @@ type Controller struct {
 	schedules schedules
 	workloads workloadAccess
 	previewer *preview.Previewer
+	// forecasts is the capacity forecast behind the Forecast condition
+	// (nil when Options.ForecastPeriod is negative).
+	forecasts *forecaster
 	metrics   *controllerMetrics
 	// informer is the DeploySchedule informer of Options.DynFactory (nil
 	// without one).
@@ -55,6 +58,10 @@ func New(opts Options) (*Controller, error) {
 		metrics:   newMetrics(opts.Registry),
 		compiled:  map[types.UID]compiledSchedule{},
 	}
+	if opts.ForecastPeriod > 0 {
+		c.forecasts = &forecaster{client: opts.Client, dynamic: opts.Dynamic, clock: opts.Clock,
+			period: opts.ForecastPeriod, span: opts.ForecastRange}
+	}
 	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(
 		workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, 5*time.Minute),
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: "deployschedule", Clock: opts.Clock})
@@ -75,9 +82,21 @@ func (c *Controller) watch(factory dynamicinformer.DynamicSharedInformerFactory)
 	if err := informer.AddIndexers(cache.Indexers{workloadIndex: indexByWorkload}); err != nil {
 		return fmt.Errorf("index DeploySchedules: %w", err)
 	}
-	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueue,
-		UpdateFunc: func(_, obj any) { c.enqueue(obj) },
+	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(obj any, initialList bool) {
+			c.enqueue(obj)
+			if !initialList { // the initial list queues every schedule anyway
+				c.forecastChanged()
+			}
+		},
+		UpdateFunc: func(old, obj any) {
+			c.enqueue(obj)
+			if o, err := meta.Accessor(old); err == nil {
+				if n, err := meta.Accessor(obj); err == nil && o.GetGeneration() != n.GetGeneration() {
+					c.forecastChanged()
+				}
+			}
+		},
 		DeleteFunc: func(obj any) {
 			gone := obj
 			if tombstone, ok := gone.(cache.DeletedFinalStateUnknown); ok {
@@ -87,6 +106,7 @@ func (c *Controller) watch(factory dynamicinformer.DynamicSharedInformerFactory)
 				c.forget(m.GetUID())
 			}
 			c.enqueue(obj)
+			c.forecastChanged()
 		},
 	}); err != nil {
 		return fmt.Errorf("add DeploySchedule handler: %w", err)
@@ -102,6 +122,22 @@ func (c *Controller) enqueue(obj any) {
 		return
 	}
 	c.queue.Add(key)
+}
+
+// forecastChanged forgets the capacity forecast after a schedule was added,
+// changed or deleted, and queues every schedule: one schedule's windows can
+// over-commit the pool for another's targets.
+func (c *Controller) forecastChanged() {
+	if c.forecasts == nil {
+		return
+	}
+	c.forecasts.forget()
+	if c.informer == nil {
+		return
+	}
+	for _, obj := range c.informer.GetStore().List() {
+		c.enqueue(obj)
+	}
 }
 
 // Run waits for the informer the caller started, runs workers until ctx

@@ -19,6 +19,8 @@ import (
 const (
 	DefaultPassPeriod         = 30 * time.Second
 	DefaultProgressPeriod     = 5 * time.Second
+	DefaultForecastPeriod     = time.Minute
+	DefaultForecastRange      = 7 * 24 * time.Hour
 	DefaultLookback           = 8 * 24 * time.Hour
 	DefaultGateName           = "rota-schedule-gate"
 	DefaultStopTimeout        = 10 * time.Minute
@@ -62,6 +64,14 @@ type Options struct {
 	// the step fails with StartUnschedulable. Default 2m.
 	UnschedulableGrace time.Duration
 
+	// ForecastPeriod is how long a capacity forecast (the Forecast
+	// condition) is reused before the cluster is read again; a change of any
+	// DeploySchedule's spec forgets it at once. Default 1m; negative turns
+	// the Forecast condition off.
+	ForecastPeriod time.Duration
+	// ForecastRange is how far ahead the forecast looks. Default 7 days.
+	ForecastRange time.Duration
+
 	// Failpoints, when set, are called around every workload mutation.
 	Failpoints Failpoints
 	// Registry, when set, receives the controller's metrics.
@@ -102,6 +112,12 @@ func (o *Options) defaultAndValidate() error {
 	}
 	if o.UnschedulableGrace <= 0 {
 		o.UnschedulableGrace = DefaultUnschedulableGrace
+	}
+	if o.ForecastPeriod == 0 {
+		o.ForecastPeriod = DefaultForecastPeriod
+	}
+	if o.ForecastRange <= 0 {
+		o.ForecastRange = DefaultForecastRange
 	}
 	if o.Failpoints == nil {
 		o.Failpoints = noFailpoints{}

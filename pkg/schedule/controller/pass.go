@@ -120,6 +120,7 @@ func (p *pass) run(ctx context.Context) error {
 	if !ok {
 		return p.status.finish(ctx)
 	}
+	p.forecastCondition(ctx, compiled.Location())
 	intervals, next, err := currentIntervals(compiled, p.ds, p.now, p.c.opts.Lookback)
 	if err != nil {
 		return err

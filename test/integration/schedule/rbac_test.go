@@ -66,8 +66,8 @@ func allowedFor(t *testing.T, cp *framework.ControlPlane, a access) bool {
 
 // The apiserver authorizes with RBAC, the shipped role and bindings are
 // applied, and the controller runs as its ServiceAccount: the 08:00 and
-// 18:00 release-first transitions complete, and what the role does not
-// grant is refused. Then list on Services is taken away: the alias check of
+// 18:00 release-first transitions complete, the Forecast condition is
+// computed, and what the role does not grant is refused. Then list on Services is taken away: the alias check of
 // Tuesday 08:00 fails with Forbidden and the stop fails closed (AliasBlocked),
 // with nothing released.
 func TestLeastPrivilegeRBAC(t *testing.T) {
@@ -94,6 +94,7 @@ func TestLeastPrivilegeRBAC(t *testing.T) {
 		{"update", "leaderworkerset.x-k8s.io", "leaderworkersets", ns, "lws-llama70b"},
 		{"list", "", "services", ns, ""},
 		{"watch", "rota.dev", "deployschedules", "", ""},
+		{"list", "rota.dev", "gpureservations", "", ""},
 		{"update", "rota.dev", "deployschedules/status", ns, weekName},
 		{"get", "", "configmaps", gateNS, controller.DefaultGateName},
 		{"create", "", "events", ns, ""},
@@ -145,6 +146,10 @@ func TestLeastPrivilegeRBAC(t *testing.T) {
 	e.createSchedule(readExample(t, "deployschedule-week.yaml"))
 	e.startControllerAs(client, dyn, nil)
 	e.convergedSince(weekName, at(19, 7, 0), 50)
+	// The capacity forecast reads what it needs with the shipped role.
+	if c := e.waitForecast(weekName, metav1.ConditionTrue); c.Reason != v1alpha1.ReasonForecastFits {
+		t.Errorf("Forecast %s: %s", c.Reason, c.Message)
+	}
 	for _, b := range []struct {
 		at          time.Time
 		llama, qwen int32

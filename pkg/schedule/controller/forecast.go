@@ -1,0 +1,159 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
+	"github.com/rota-dev/rota/pkg/schedule/forecast"
+)
+
+// forecaster keeps one capacity forecast of the whole cluster (every
+// schedule shares the pool), read again when it is older than the period
+// or forgotten because a schedule changed.
+type forecaster struct {
+	client  kubernetes.Interface
+	dynamic dynamic.Interface
+	clock   clock.PassiveClock
+	period  time.Duration
+	span    time.Duration
+
+	mu     sync.Mutex
+	at     time.Time
+	result *forecast.Forecast
+}
+
+// forget drops the forecast; the next pass computes a new one.
+func (f *forecaster) forget() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.result = nil
+}
+
+// get returns the forecast from now, computing it when needed.
+func (f *forecaster) get(ctx context.Context) (*forecast.Forecast, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	now := f.clock.Now()
+	if f.result != nil && now.Sub(f.at) < f.period && !now.Before(f.at) {
+		return f.result, nil
+	}
+	objs, skipped, err := forecast.ReadCluster(ctx, f.client, f.dynamic)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range skipped {
+		klog.FromContext(ctx).V(4).Info("Left out of the forecast", "what", s)
+	}
+	from := now.Truncate(time.Minute)
+	in, err := forecast.Build(objs, from, from.Add(f.span))
+	if err != nil {
+		return nil, err
+	}
+	res, err := forecast.Run(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	f.at, f.result = now, res
+	return res, nil
+}
+
+// forecastCondition sets the schedule's Forecast condition and queues a
+// Warning event when it turns False.
+func (p *pass) forecastCondition(ctx context.Context, loc *time.Location) {
+	fc := p.c.forecasts
+	if fc == nil {
+		return
+	}
+	// The status before this pass, copied: setCondition updates the
+	// condition in place.
+	var before metav1.ConditionStatus
+	if c := meta.FindStatusCondition(p.ds.Status.Conditions, v1alpha1.ConditionForecast); c != nil {
+		before = c.Status
+	}
+	res, err := fc.get(ctx)
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Capacity forecast failed")
+		p.status.setCondition(v1alpha1.ConditionForecast, metav1.ConditionUnknown, v1alpha1.ReasonForecastFailed, err.Error())
+		return
+	}
+	msg, over := overcommitOf(res, p.ds, loc)
+	if !over {
+		p.status.setCondition(v1alpha1.ConditionForecast, metav1.ConditionTrue, v1alpha1.ReasonForecastFits, msg)
+		return
+	}
+	p.status.setCondition(v1alpha1.ConditionForecast, metav1.ConditionFalse, v1alpha1.ReasonForecastOvercommitted, msg)
+	if before != metav1.ConditionFalse {
+		p.status.event(event{warning: true, reason: v1alpha1.ReasonForecastOvercommitted, message: truncate(msg, 1024)})
+	}
+}
+
+// overcommitOf describes the first over-committed window or transition of
+// the forecast that involves one of ds's targets.
+func overcommitOf(f *forecast.Forecast, ds *v1alpha1.DeploySchedule, loc *time.Location) (string, bool) {
+	key := ds.Namespace + "/" + ds.Name
+	const layout = "Mon 2006-01-02 15:04 MST"
+	var windows []forecast.Overcommit
+	for _, oc := range f.Overcommits {
+		for _, t := range oc.Targets {
+			if strings.HasPrefix(t, key+"/") {
+				windows = append(windows, oc)
+				break
+			}
+		}
+	}
+	var swaps []forecast.Transition
+	for _, tr := range f.Transitions {
+		if tr.Schedule == key && len(tr.Over) > 0 {
+			swaps = append(swaps, tr)
+		}
+	}
+	// The horizon, not its bounds: a message that changed every minute
+	// would write the status at every pass.
+	span := "the next " + forecastHorizon(f.To.Sub(f.From))
+	switch {
+	case len(windows) > 0 && (len(swaps) == 0 || !swaps[0].At.Before(windows[0].From)):
+		oc := windows[0]
+		msg := fmt.Sprintf("%d over-committed window(s) in %s; the first: %s %s to %s asks for %d of %d GPUs (%s): %s",
+			len(windows), span, forecast.ModelLabel(oc.Model), oc.From.In(loc).Format(layout), oc.To.In(loc).Format(layout), oc.Demand, oc.Capacity, oc.Reason, strings.Join(oc.Targets, ", "))
+		if len(oc.Others) > 0 {
+			msg += "; also running: " + strings.Join(oc.Others, ", ")
+		}
+		return msg, true
+	case len(swaps) > 0:
+		tr := swaps[0]
+		m := tr.Over[0]
+		return fmt.Sprintf("the transition at %s peaks at %d of %d %s GPUs while its steps run (%s)",
+			tr.At.In(loc).Format(layout), tr.Peak[m], f.Capacity[m], forecast.ModelLabel(m), strings.Join(stepNames(tr), ", ")), true
+	}
+	return "the pool holds what every window asks for in " + span, false
+}
+
+// forecastHorizon says d in days when it is whole days.
+func forecastHorizon(d time.Duration) string {
+	if d%(24*time.Hour) == 0 {
+		if n := int(d / (24 * time.Hour)); n != 1 {
+			return fmt.Sprintf("%d days", n)
+		}
+		return "day"
+	}
+	return d.String()
+}
+
+func stepNames(tr forecast.Transition) []string {
+	out := make([]string, len(tr.Steps))
+	for i, s := range tr.Steps {
+		out[i] = string(s.Action) + " " + s.Target
+	}
+	return out
+}
