@@ -37,8 +37,8 @@ func (c Charges) Add(o Charges) {
 	}
 }
 
-// String lists the charges by GPU: "gpu-0 40960 MiB, gpu-1 0 MiB".
-func (c Charges) String() string {
+// GPUs lists the charged GPUs by pool, then device.
+func (c Charges) GPUs() []HeldGPU {
 	keys := make([]HeldGPU, 0, len(c))
 	for g := range c {
 		keys = append(keys, g)
@@ -49,6 +49,12 @@ func (c Charges) String() string {
 		}
 		return keys[i].Device < keys[j].Device
 	})
+	return keys
+}
+
+// String lists the charges by GPU: "gpu-0 40960 MiB, gpu-1 0 MiB".
+func (c Charges) String() string {
+	keys := c.GPUs()
 	parts := make([]string, 0, len(keys))
 	for _, g := range keys {
 		parts = append(parts, fmt.Sprintf("%s %d MiB", g.Device, c[g]))

@@ -3,7 +3,6 @@ package reservation
 import (
 	"context"
 	"fmt"
-	"sort"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -159,7 +158,7 @@ func (pl *Reservation) Reserve(ctx context.Context, cs fwk.CycleState, pod *v1.P
 	}
 	u := pl.usage(ctx, s.res, s.claimUIDs())
 	budget := s.res.Status.BudgetMiBPerGPU
-	for _, g := range sortedGPUs(mine) {
+	for _, g := range mine.GPUs() {
 		if total := u.memoryMiB[g] + mine[g]; total > budget {
 			msg := fmt.Sprintf("GPUReservation %s/%s budget is %d MiB per GPU; the allocator chose %s for this pod (member %s), where claims hold %d MiB in %d claim(s) and this pod asks %d MiB: %d > %d. "+
 				"The allocator picks a GPU by its free memory, not by the budget: pin the member's claim to a held GPU with room (a selector on its uuid) or wait for members to leave",
@@ -170,20 +169,6 @@ func (pl *Reservation) Reserve(ctx context.Context, cs fwk.CycleState, pod *v1.P
 		}
 	}
 	return nil
-}
-
-func sortedGPUs(c rsv.Charges) []rsv.HeldGPU {
-	out := make([]rsv.HeldGPU, 0, len(c))
-	for g := range c {
-		out = append(out, g)
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Pool != out[j].Pool {
-			return out[i].Pool < out[j].Pool
-		}
-		return out[i].Device < out[j].Device
-	})
-	return out
 }
 
 // Unreserve has nothing to undo: the pending allocations Reserve read are

@@ -7,11 +7,11 @@ import (
 	"sort"
 
 	resourceapi "k8s.io/api/resource/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/dynamic-resource-allocation/cel"
 	"k8s.io/dynamic-resource-allocation/structured"
 
 	"github.com/rota-dev/rota/pkg/gpupool"
+	"github.com/rota-dev/rota/pkg/schedule/preview"
 )
 
 // pool is the healthy, unreserved devices of the input's slices, and what
@@ -20,7 +20,7 @@ type pool struct {
 	devices  []*gpupool.Device
 	capacity map[string]int
 	nodes    map[string]map[string]int
-	classes  classLister
+	classes  preview.ClassLister
 	cel      *cel.Cache
 	// matches remembers selector results per device, shared by every load.
 	matches *gpupool.MatchCache
@@ -170,18 +170,4 @@ func (p *pool) allocatedByNode(claims []*resourceapi.ResourceClaim) map[string]m
 		}
 	}
 	return out
-}
-
-// classLister serves the input's DeviceClasses to the matcher.
-type classLister []*resourceapi.DeviceClass
-
-func (l classLister) List() ([]*resourceapi.DeviceClass, error) { return l, nil }
-
-func (l classLister) Get(name string) (*resourceapi.DeviceClass, error) {
-	for _, c := range l {
-		if c.Name == name {
-			return c, nil
-		}
-	}
-	return nil, apierrors.NewNotFound(resourceapi.Resource("deviceclasses"), name)
 }

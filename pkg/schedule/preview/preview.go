@@ -94,7 +94,7 @@ func (p *Previewer) Check(ctx context.Context, in Inputs, demands ...Demand) (Re
 	allocated := taken.dedicated
 	nodes := schedulableNodes(in.Nodes)
 	nodeSlices, shared := slicesByNode(in.Slices)
-	classes := classLister(in.Classes)
+	classes := ClassLister(in.Classes)
 	var res Result
 	pod := 0
 	for _, d := range demands {
@@ -252,11 +252,15 @@ func freeSummary(slices []*resourceapi.ResourceSlice, allocated sets.Set[structu
 	return strings.Join(parts, ", ")
 }
 
-type classLister []*resourceapi.DeviceClass
+// ClassLister serves a list of DeviceClasses as the allocator's and the
+// device matcher's class lister.
+type ClassLister []*resourceapi.DeviceClass
 
-func (l classLister) List() ([]*resourceapi.DeviceClass, error) { return l, nil }
+// List returns the classes.
+func (l ClassLister) List() ([]*resourceapi.DeviceClass, error) { return l, nil }
 
-func (l classLister) Get(name string) (*resourceapi.DeviceClass, error) {
+// Get returns the class of that name, or a NotFound error.
+func (l ClassLister) Get(name string) (*resourceapi.DeviceClass, error) {
 	for _, c := range l {
 		if c.Name == name {
 			return c, nil
