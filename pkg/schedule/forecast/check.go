@@ -109,13 +109,41 @@ func (r *run) pack(ctx context.Context, running map[string]int32) (packResult, e
 	if res, ok := r.packed[k]; ok {
 		return res, nil
 	}
-	type shape struct {
-		load     string
-		template int
-		gpus     int
-		d        preview.Demand
+	shapes := r.shapes(names, running)
+	demands := make([]preview.Demand, len(shapes))
+	for i, s := range shapes {
+		demands[i] = s.d
 	}
-	var shapes []shape
+	res, err := r.previewr.Check(ctx, preview.Inputs{Nodes: r.nodes(), Slices: r.in.Slices, Claims: r.in.Allocated, Classes: r.in.Classes}, demands...)
+	out := packResult{}
+	switch {
+	case err != nil:
+		// The allocator refused a claim (a selector it cannot evaluate):
+		// say so, and judge the stretch by count alone.
+		r.out.Notes = append(r.out.Notes, fmt.Sprintf("not packed per node (%s): %v", k, err))
+	case res.Fits:
+		out.nodes = r.placed(shapes, res.Nodes)
+	default:
+		out = notPlaced(shapes, res)
+	}
+	r.packed[k] = out
+	return out, nil
+}
+
+// packShape is one pod template of a workload, as many times as the
+// workload runs replicas in the stretch being packed.
+type packShape struct {
+	load     string
+	template int
+	gpus     int
+	d        preview.Demand
+}
+
+// shapes are the pods to pack: workloads no schedule touches first (they
+// are already running where they are), then the targets, the largest pods
+// first.
+func (r *run) shapes(names []string, running map[string]int32) []packShape {
+	var shapes []packShape
 	for _, name := range names {
 		if r.unmatched[name] {
 			continue
@@ -125,68 +153,59 @@ func (r *run) pack(ctx context.Context, running map[string]int32) (packResult, e
 			for _, c := range r.perPod[name][i] {
 				gpus += c
 			}
-			shapes = append(shapes, shape{load: name, template: i, gpus: gpus,
+			shapes = append(shapes, packShape{load: name, template: i, gpus: gpus,
 				d: preview.Demand{PodClaims: d.PodClaims, Pods: d.Pods * int(running[name])}})
 		}
 	}
-	// Workloads no schedule touches are already running where they are:
-	// they go first, then the targets, the largest pods first.
 	sort.SliceStable(shapes, func(i, j int) bool {
 		if ai, aj := r.always(shapes[i].load), r.always(shapes[j].load); ai != aj {
 			return ai
 		}
 		return shapes[i].gpus > shapes[j].gpus
 	})
-	demands := make([]preview.Demand, len(shapes))
-	for i, s := range shapes {
-		demands[i] = s.d
+	return shapes
+}
+
+// placed is the GPUs per node and model once the shapes' pods sit on the
+// nodes the allocator gave them (in order), with the fixed demand.
+func (r *run) placed(shapes []packShape, nodes []string) map[string]map[string]int {
+	out := map[string]map[string]int{}
+	for node, per := range r.fixedNodes {
+		out[node] = maps.Clone(per)
 	}
-	res, err := r.previewr.Check(ctx, preview.Inputs{Nodes: r.nodes(), Slices: r.in.Slices, Claims: r.in.Allocated, Classes: r.in.Classes}, demands...)
-	out := packResult{}
-	if err != nil {
-		// The allocator refused a claim (a selector it cannot evaluate):
-		// say so, and judge the stretch by count alone.
-		r.out.Notes = append(r.out.Notes, fmt.Sprintf("not packed per node (%s): %v", k, err))
-		r.packed[k] = out
-		return out, nil
-	}
-	if res.Fits {
-		out.nodes = map[string]map[string]int{}
-		for node, per := range r.fixedNodes {
-			out.nodes[node] = maps.Clone(per)
+	pod := 0
+	for _, s := range shapes {
+		if len(s.d.PodClaims) == 0 {
+			continue
 		}
-		pod := 0
-		for _, s := range shapes {
-			if len(s.d.PodClaims) == 0 {
-				continue
+		for range s.d.Pods {
+			node := nodes[pod]
+			pod++
+			if out[node] == nil {
+				out[node] = map[string]int{}
 			}
-			for range s.d.Pods {
-				node := res.Nodes[pod]
-				pod++
-				if out.nodes[node] == nil {
-					out.nodes[node] = map[string]int{}
-				}
-				for m, c := range r.perPod[s.load][s.template] {
-					out.nodes[node][m] += c
-				}
+			for m, c := range r.perPod[s.load][s.template] {
+				out[node][m] += c
 			}
 		}
 	}
-	if !res.Fits {
-		failed := len(res.Nodes)
-		for _, s := range shapes {
-			if len(s.d.PodClaims) == 0 {
-				continue
-			}
-			if failed < s.d.Pods {
-				out = packResult{load: s.load, detail: fmt.Sprintf("a pod of %s (%d GPUs) fits on no node once the running workloads and the larger pods are placed; %s", s.load, s.gpus, res.Message)}
-				break
-			}
-			failed -= s.d.Pods
+	return out
+}
+
+// notPlaced names the workload of the first pod the allocator could not
+// place (res.Nodes holds the pods placed before it).
+func notPlaced(shapes []packShape, res preview.Result) packResult {
+	failed := len(res.Nodes)
+	for _, s := range shapes {
+		if len(s.d.PodClaims) == 0 {
+			continue
 		}
+		if failed < s.d.Pods {
+			return packResult{load: s.load, detail: fmt.Sprintf("a pod of %s (%d GPUs) fits on no node once the running workloads and the larger pods are placed; %s", s.load, s.gpus, res.Message)}
+		}
+		failed -= s.d.Pods
 	}
-	r.packed[k] = out
-	return out, nil
+	return packResult{}
 }
 
 // nodes are the input's nodes, or one per node that publishes devices.
