@@ -9,18 +9,10 @@ import (
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/dynamic/dynamicinformer"
-	"k8s.io/client-go/informers"
-	"k8s.io/component-base/metrics"
-	"k8s.io/klog/v2"
-	"k8s.io/klog/v2/ktesting"
-	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 
 	rotav1 "github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
-	"github.com/rota-dev/rota/pkg/events"
 	rsv "github.com/rota-dev/rota/pkg/reservation"
-	reservationcontroller "github.com/rota-dev/rota/pkg/reservation/controller"
 	"github.com/rota-dev/rota/pkg/scheduler"
 	"github.com/rota-dev/rota/test/integration/framework"
 )
@@ -36,49 +28,7 @@ const (
 // plane stops).
 func startReservationController(t *testing.T, cp *framework.ControlPlane) {
 	t.Helper()
-	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.Verbosity(2)))
-	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logger))
-	recorder, stopEvents, err := events.NewRecorder(ctx, cp.Client, events.ControllerComponent)
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	factory := informers.NewSharedInformerFactory(cp.Client, 0)
-	dynFactory := dynamicinformer.NewDynamicSharedInformerFactory(cp.Dynamic, 0)
-	ctrl, err := reservationcontroller.New(reservationcontroller.Options{
-		Client: cp.Client, Dynamic: cp.Dynamic, Clock: clock.RealClock{}, Registry: metrics.NewKubeRegistry(),
-		Recorder:  recorder,
-		Informers: informersFor(cp, factory, dynFactory),
-	})
-	if err != nil {
-		cancel()
-		stopEvents()
-		t.Fatalf("create reservation controller: %v", err)
-	}
-	factory.Start(ctx.Done())
-	dynFactory.Start(ctx.Done())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		ctrl.Run(ctx, 2)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-		factory.Shutdown()
-		dynFactory.Shutdown()
-		stopEvents()
-	})
-}
-
-// informersFor are the controller's informers as schedule-controller
-// builds them: LeaderWorkerSets only where the API is served.
-func informersFor(cp *framework.ControlPlane, factory informers.SharedInformerFactory, dynFactory dynamicinformer.DynamicSharedInformerFactory) reservationcontroller.Informers {
-	inf := reservationcontroller.NewInformers(factory, dynFactory)
-	if _, err := cp.Client.Discovery().ServerResourcesForGroupVersion(rotav1.LeaderWorkerSetGroupVersion); err == nil {
-		inf.LeaderWorkerSets = dynFactory.ForResource(rotav1.LeaderWorkerSetsResource)
-	}
-	return inf
+	framework.StartReservationController(t, cp.Client, cp.Dynamic)
 }
 
 // setup starts a control plane with one hgx-h200 node (8× H200), the

@@ -12,19 +12,13 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/dynamic/dynamicinformer"
-	"k8s.io/client-go/informers"
-	"k8s.io/component-base/metrics"
-	"k8s.io/klog/v2"
-	"k8s.io/klog/v2/ktesting"
-	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 
 	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
 	"github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
-	"github.com/rota-dev/rota/pkg/events"
 	rsv "github.com/rota-dev/rota/pkg/reservation"
 	reservationcontroller "github.com/rota-dev/rota/pkg/reservation/controller"
+	"github.com/rota-dev/rota/test/integration/framework"
 )
 
 // Track H end to end (docs/schedule.md, "Track H"): a DeploySchedule target
@@ -157,35 +151,7 @@ spec:
 // schedule-controller binary does, until the test ends.
 func (e *env) startReservationController() {
 	e.t.Helper()
-	logger := ktesting.NewLogger(e.t, ktesting.NewConfig(ktesting.Verbosity(1)))
-	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logger))
-	recorder, stopEvents, err := events.NewRecorder(ctx, e.cp.Client, events.ControllerComponent)
-	if err != nil {
-		cancel()
-		e.t.Fatal(err)
-	}
-	factory := informers.NewSharedInformerFactory(e.cp.Client, 0)
-	dynFactory := dynamicinformer.NewDynamicSharedInformerFactory(e.cp.Dynamic, 0)
-	ctrl, err := reservationcontroller.New(reservationcontroller.Options{
-		Client: e.cp.Client, Dynamic: e.cp.Dynamic, Clock: clock.RealClock{}, Registry: metrics.NewKubeRegistry(),
-		Recorder: recorder, Informers: reservationcontroller.NewInformers(factory, dynFactory),
-	})
-	if err != nil {
-		cancel()
-		stopEvents()
-		e.t.Fatalf("create reservation controller: %v", err)
-	}
-	factory.Start(ctx.Done())
-	dynFactory.Start(ctx.Done())
-	var wg sync.WaitGroup
-	wg.Go(func() { ctrl.Run(ctx, 2) })
-	e.t.Cleanup(func() {
-		cancel()
-		wg.Wait()
-		factory.Shutdown()
-		dynFactory.Shutdown()
-		stopEvents()
-	})
+	framework.StartReservationController(e.t, e.cp.Client, e.cp.Dynamic)
 }
 
 func (e *env) createReservation(r *v1alpha1.GPUReservation) {

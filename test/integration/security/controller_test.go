@@ -9,20 +9,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/component-base/metrics"
-	"k8s.io/klog/v2"
-	"k8s.io/klog/v2/ktesting"
-	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 
 	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
 	rotav1 "github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
-	"github.com/rota-dev/rota/pkg/events"
 	rsv "github.com/rota-dev/rota/pkg/reservation"
-	reservationcontroller "github.com/rota-dev/rota/pkg/reservation/controller"
 	"github.com/rota-dev/rota/test/integration/framework"
 )
 
@@ -37,38 +29,7 @@ const (
 // clients given, until the test ends.
 func startReservationControllerAs(t *testing.T, client kubernetes.Interface, dyn dynamic.Interface) {
 	t.Helper()
-	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.Verbosity(2)))
-	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logger))
-	recorder, stopEvents, err := events.NewRecorder(ctx, client, events.ControllerComponent)
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	factory := informers.NewSharedInformerFactory(client, 0)
-	dynFactory := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
-	ctrl, err := reservationcontroller.New(reservationcontroller.Options{
-		Client: client, Dynamic: dyn, Clock: clock.RealClock{}, Registry: metrics.NewKubeRegistry(),
-		Recorder: recorder, Informers: reservationcontroller.NewInformers(factory, dynFactory),
-	})
-	if err != nil {
-		cancel()
-		stopEvents()
-		t.Fatal(err)
-	}
-	factory.Start(ctx.Done())
-	dynFactory.Start(ctx.Done())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		ctrl.Run(ctx, 2)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-		factory.Shutdown()
-		dynFactory.Shutdown()
-		stopEvents()
-	})
+	framework.StartReservationController(t, client, dyn)
 }
 
 // ownedRule is a DeviceTaintRule labelled as the reservation ns/name's.
