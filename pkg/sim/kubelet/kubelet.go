@@ -129,31 +129,40 @@ func (k *Kubelet) processNext(ctx context.Context) bool {
 }
 
 // after queues key again at clock time at, replacing a later wake-up.
+//
+// Two rules keep a wake-up from being lost, whoever moves the clock and
+// when. The timer's callback only queues the key and takes no lock: a fake
+// clock runs callbacks while it holds its own lock, so a callback waiting
+// for k.mu while after held k.mu and asked the clock for the time was a
+// deadlock. And a timer counts only when the clock stood still while it was
+// set: a timer takes a duration, not an instant, so one set just after the
+// clock moved (another goroutine's Step between the reading and the
+// AfterFunc) would fire that much late or, on a clock nobody steps again,
+// never. Such a timer is set again from the new reading, and a key whose
+// time has come is queued at once. A superfluous wake-up costs one
+// idempotent sync.
 func (k *Kubelet) after(key string, at time.Time) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if t, ok := k.timers[key]; ok {
-		if !t.at.After(at) {
-			return
+	now := k.o.Clock.Now()
+	if t, ok := k.timers[key]; ok && now.Before(at) {
+		if t.at.After(now) && !t.at.After(at) {
+			return // an earlier wake-up is still to come
 		}
 		t.t.Stop()
-	}
-	d := at.Sub(k.o.Clock.Now())
-	if d <= 0 {
 		delete(k.timers, key)
-		k.queue.Add(key)
-		return
 	}
-	var t clock.Timer
-	t = k.o.Clock.AfterFunc(d, func() {
-		k.mu.Lock()
-		if cur, ok := k.timers[key]; ok && cur.t == t {
-			delete(k.timers, key)
+	for now.Before(at) {
+		t := k.o.Clock.AfterFunc(at.Sub(now), func() { k.queue.Add(key) })
+		read := k.o.Clock.Now()
+		if read.Equal(now) {
+			k.timers[key] = timer{t: t, at: at}
+			return
 		}
-		k.mu.Unlock()
-		k.queue.Add(key)
-	})
-	k.timers[key] = timer{t: t, at: at}
+		t.Stop() // the clock moved while it was set: it may fire late
+		now = read
+	}
+	k.queue.Add(key)
 }
 
 // retryLater queues key after the pod's back-off, which then doubles.

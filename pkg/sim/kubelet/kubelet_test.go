@@ -12,6 +12,7 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 	drapb "k8s.io/kubelet/pkg/apis/dra/v1"
+	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 )
@@ -75,7 +77,10 @@ type harness struct {
 	client *fake.Clientset
 	cancel context.CancelFunc
 	clock  *clocktesting.FakeClock
-	plugin *recordingPlugin
+	// kubeletClock is the clock the kubelet gets: clock, unless a test
+	// wraps it.
+	kubeletClock clock.WithTickerAndDelayedExecution
+	plugin       *recordingPlugin
 }
 
 func start(t *testing.T, o Options) *harness {
@@ -97,7 +102,10 @@ func newHarness(t *testing.T) *harness {
 // run starts a kubelet for node-a on the harness's client and clock.
 func (h *harness) run(o Options) {
 	h.t.Helper()
-	o.Client, o.Clock, o.Preparer, o.NodeName = h.client, h.clock, h.plugin, "node-a"
+	o.Client, o.Clock, o.Preparer, o.NodeName = h.client, h.kubeletClock, h.plugin, "node-a"
+	if o.Clock == nil {
+		o.Clock = h.clock
+	}
 	k, err := New(o)
 	if err != nil {
 		h.t.Fatal(err)
@@ -139,7 +147,7 @@ func (h *harness) pod(name string) *v1.Pod {
 
 func boundPod(name, node string) *v1.Pod {
 	return &v1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: name, UID: "uid-" + "name"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: name, UID: types.UID("uid-" + name)},
 		Spec: v1.PodSpec{
 			NodeName:       node,
 			Containers:     []v1.Container{{Name: "main", Image: "registry.k8s.io/pause:3.10"}},
@@ -154,7 +162,7 @@ func boundPod(name, node string) *v1.Pod {
 
 func allocatedClaim(name string) *resourceapi.ResourceClaim {
 	return &resourceapi.ResourceClaim{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: name, UID: "claim-" + "uid"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: name, UID: types.UID("claim-" + name)},
 		Status: resourceapi.ResourceClaimStatus{Allocation: &resourceapi.AllocationResult{
 			Devices: resourceapi.DeviceAllocationResult{Results: []resourceapi.DeviceRequestAllocationResult{
 				{Request: "gpu", Driver: "gpu.rota.dev", Pool: "node-a", Device: "gpu-0"},
@@ -205,6 +213,80 @@ func TestPodStartsAfterDelaysOnTheClock(t *testing.T) {
 	h.eventually("pod Ready", func() bool { return isReady(h.pod("train")) })
 	if phase, _ := phaseAndReady(h.pod("elsewhere")); phase != v1.PodPending {
 		t.Errorf("a pod of another node is %s", phase)
+	}
+}
+
+// movingClock is a fake clock that, once armed, moves on by jump inside the
+// next AfterFunc call, before the timer is set: the clock advancing (another
+// goroutine's Step) between the kubelet reading the time and setting its
+// timer, with the timers that fall due firing in that moment.
+type movingClock struct {
+	*clocktesting.FakeClock
+	mu   sync.Mutex
+	jump time.Duration
+}
+
+func (c *movingClock) arm(jump time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.jump = jump
+}
+
+func (c *movingClock) AfterFunc(d time.Duration, f func()) clock.Timer {
+	c.mu.Lock()
+	jump := c.jump
+	c.jump = 0
+	c.mu.Unlock()
+	if jump > 0 {
+		c.Step(jump)
+	}
+	return c.FakeClock.AfterFunc(d, f)
+}
+
+// TestWakeUpsSurviveTheClockMovingWhileTheyAreSet: the clock moves past a
+// wake-up's time while the kubelet sets that wake-up's timer, and a timer
+// of another pod falls due in the same moment. Both pods must still be
+// started and made Ready on time without the clock moving again; before,
+// the moved timer fired 30s late (never, here) and the other pod's timer
+// callback deadlocked the kubelet.
+func TestWakeUpsSurviveTheClockMovingWhileTheyAreSet(t *testing.T) {
+	h := newHarness(t)
+	mc := &movingClock{FakeClock: h.clock}
+	h.kubeletClock = mc
+	h.run(Options{StartDelay: 5 * time.Second, ReadyDelay: 20 * time.Second, MaxGracePeriod: -1})
+	for _, name := range []string{"train", "eval"} {
+		if _, err := h.client.ResourceV1().ResourceClaims("ml").Create(h.ctx, allocatedClaim(name+"-gpu"), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := h.client.CoreV1().Pods("ml").Create(h.ctx, boundPod("train", "node-a"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	start := h.clock.Now()
+	h.step(5 * time.Second)
+	h.eventually("train Running", func() bool { p, _ := phaseAndReady(h.pod("train")); return p == v1.PodRunning })
+	h.eventually("train's ready wake-up set", func() bool { return h.clock.Waiters() == 1 })
+
+	// eval's start wake-up (due at +10s) is being set when the clock jumps
+	// to +35s, past it and past train's ready time (+25s).
+	mc.arm(30 * time.Second)
+	if _, err := h.client.CoreV1().Pods("ml").Create(h.ctx, boundPod("eval", "node-a"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("train Ready", func() bool { return isReady(h.pod("train")) })
+	h.eventually("eval Running", func() bool { p, _ := phaseAndReady(h.pod("eval")); return p == v1.PodRunning })
+	if got, want := h.clock.Now(), start.Add(35*time.Second); !got.Equal(want) {
+		t.Fatalf("clock at %v, want %v: the test moved it more than once", got, want)
+	}
+	eval := h.pod("eval")
+	if got := eval.Status.ContainerStatuses[0].State.Running.StartedAt.Time; !got.Equal(start.Add(35 * time.Second)) {
+		t.Errorf("eval started at %v, want when its start wake-up was found due (%v)", got, start.Add(35*time.Second))
+	}
+	if isReady(eval) {
+		t.Error("eval Ready before its ready delay passed")
+	}
+	if prepared, _ := h.plugin.calls(); len(prepared) != 2 {
+		t.Errorf("prepared claims = %v, want train's and eval's once each", prepared)
 	}
 }
 
@@ -325,5 +407,31 @@ func TestOptionsAreChecked(t *testing.T) {
 	}
 	if _, err := New(Options{Client: fake.NewClientset(), NodeName: "n", StartDelay: -time.Second}); err == nil {
 		t.Error("New with a negative start delay succeeded")
+	}
+}
+
+// TestWakeUpOnTimeWhenTheClockMovesPartWay: the clock moves on while a
+// wake-up's timer is set, but not as far as the wake-up's time. The timer
+// must still fire at that time, not as late as the clock moved.
+func TestWakeUpOnTimeWhenTheClockMovesPartWay(t *testing.T) {
+	h := newHarness(t)
+	mc := &movingClock{FakeClock: h.clock}
+	h.kubeletClock = mc
+	h.run(Options{StartDelay: 5 * time.Second, ReadyDelay: 20 * time.Second, MaxGracePeriod: -1})
+	if _, err := h.client.ResourceV1().ResourceClaims("ml").Create(h.ctx, allocatedClaim("train-gpu"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	start := h.clock.Now()
+	// The start wake-up (due at +5s) is being set when the clock moves to +2s.
+	mc.arm(2 * time.Second)
+	if _, err := h.client.CoreV1().Pods("ml").Create(h.ctx, boundPod("train", "node-a"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("the clock moved while the wake-up was set", func() bool { return h.clock.Now().Equal(start.Add(2 * time.Second)) })
+	h.eventually("start wake-up set", func() bool { return h.clock.Waiters() == 1 })
+	h.clock.Step(3 * time.Second)
+	h.eventually("train Running at +5s", func() bool { p, _ := phaseAndReady(h.pod("train")); return p == v1.PodRunning })
+	if got := h.pod("train").Status.ContainerStatuses[0].State.Running.StartedAt.Time; !got.Equal(start.Add(5 * time.Second)) {
+		t.Errorf("train started at %v, want %v", got, start.Add(5*time.Second))
 	}
 }
