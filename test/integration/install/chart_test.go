@@ -364,3 +364,48 @@ func merge(a, b map[string]string) map[string]string {
 	}
 	return out
 }
+
+// TestChartSwitches: tenantIsolation.enabled false leaves out the
+// tenant-isolation policies, their bindings and their ConfigMap, and keeps
+// the policies that narrow Rota's own components; driver.consumableMemory
+// .allNodes runs the one driver DaemonSet with --consumable-memory.
+func TestChartSwitches(t *testing.T) {
+	ch := loadChart(t)
+	vals, err := common.ReadValues([]byte(`
+tenantIsolation: {enabled: false}
+driver: {consumableMemory: {allNodes: true}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs := mustRenderChart(t, ch, vals)
+	for _, gone := range []struct{ kind, name string }{
+		{"ConfigMap", "rota-admission"},
+		{"MutatingAdmissionPolicy", "rota-gpu-pods-scheduler"},
+		{"MutatingAdmissionPolicyBinding", "rota-gpu-pods-scheduler"},
+		{"ValidatingAdmissionPolicy", "rota-gpu-pods"},
+		{"ValidatingAdmissionPolicyBinding", "rota-gpu-pods"},
+		{"ValidatingAdmissionPolicy", "rota-reserved-gpu-tolerations"},
+		{"ValidatingAdmissionPolicyBinding", "rota-reserved-gpu-tolerations"},
+		{"ValidatingAdmissionPolicy", "rota-gpu-classes-counted"},
+		{"ValidatingAdmissionPolicyBinding", "rota-gpu-classes-counted"},
+		{"DaemonSet", "rota-dra-kubelet-plugin-consumable-memory"},
+	} {
+		if find(objs, gone.kind, gone.name) != nil {
+			t.Errorf("%s %s rendered with tenantIsolation.enabled false and consumableMemory.allNodes", gone.kind, gone.name)
+		}
+	}
+	for _, kept := range []string{"rota-dra-kubelet-plugin-own-node", "rota-reservation-controller-writes"} {
+		if find(objs, "ValidatingAdmissionPolicyBinding", kept) == nil {
+			t.Errorf("ValidatingAdmissionPolicyBinding %s left out with tenantIsolation.enabled false", kept)
+		}
+	}
+	ds := find(objs, "DaemonSet", "rota-dra-kubelet-plugin")
+	if ds == nil {
+		t.Fatal("no driver DaemonSet")
+	}
+	spec := podSpec(t, ds)
+	if !slices.Contains(spec.Containers[0].Args, "--consumable-memory") || spec.Affinity != nil {
+		t.Errorf("consumableMemory.allNodes: driver args %v, affinity %v; want the flag and no affinity", spec.Containers[0].Args, spec.Affinity)
+	}
+}
