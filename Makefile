@@ -16,6 +16,8 @@ CONTROLLER_GEN_VERSION := v0.23.0
 GOLANGCI_LINT_VERSION := v2.15.0
 GOTESTSUM_VERSION := v1.13.0
 K8S_VERSION := $(shell $(GO) list -m -f '{{.Version}}' k8s.io/kubernetes 2>/dev/null)
+# The helm CLI is the release of the Helm library the chart tests render with.
+HELM_VERSION := $(shell $(GO) list -m -f '{{.Version}}' helm.sh/helm/v4 2>/dev/null)
 
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo unknown)
 GIT_COMMIT ?= $(shell git rev-parse --verify -q HEAD 2>/dev/null || echo unknown)
@@ -113,15 +115,32 @@ fuzz: ## Run every fuzzer for FUZZTIME each (FUZZ=FuzzX for one; FUZZ_KEEP=1 kee
 generate: $(TOOLS)/controller-gen ## Regenerate deepcopy code and CRDs.
 	controller-gen object:headerFile=hack/boilerplate.go.txt paths=./pkg/apis/...
 	controller-gen crd:crdVersions=v1 paths=./pkg/apis/... output:crd:artifacts:config=manifests/crds
+	$(MAKE) --no-print-directory chart-crds
 
+# The Helm chart ships the generated CRDs as they are (Helm installs crds/
+# before the templates); verify-generate fails when they drift.
+.PHONY: chart-crds
+chart-crds: ## Copy the generated CRDs into charts/rota/crds.
+	rm -f charts/rota/crds/*.yaml
+	cp manifests/crds/rota.dev_*.yaml charts/rota/crds/
+
+GENERATED := pkg/apis manifests/crds charts/rota/crds
 .PHONY: verify-generate
 verify-generate: generate ## Fail when generated files differ from what is committed.
-	@if ! git diff --quiet -- pkg/apis manifests/crds || [ -n "$$(git status --porcelain -- pkg/apis manifests/crds)" ]; then \
-		git status --short -- pkg/apis manifests/crds; git diff -- pkg/apis manifests/crds | head -50; \
+	@if ! git diff --quiet -- $(GENERATED) || [ -n "$$(git status --porcelain -- $(GENERATED))" ]; then \
+		git status --short -- $(GENERATED); git diff -- $(GENERATED) | head -50; \
 		echo "generated files are stale: run 'make generate' and commit the result" >&2; exit 1; fi
 
+# helm lint --strict on the chart with its defaults and with every value set
+# (charts/rota/ci/all-values.yaml). test/integration/install lints it too,
+# through the Helm library, and renders it against a real API server.
+.PHONY: chart-lint
+chart-lint: $(TOOLS)/helm ## helm lint the chart (defaults and every value set).
+	helm lint --strict --kube-version $(patsubst v%,%,$(K8S_VERSION)) charts/rota
+	helm lint --strict --kube-version $(patsubst v%,%,$(K8S_VERSION)) -f charts/rota/ci/all-values.yaml charts/rota
+
 .PHONY: lint
-lint: $(TOOLS)/golangci-lint ## gofmt, the package map, go vet and golangci-lint.
+lint: $(TOOLS)/golangci-lint chart-lint ## gofmt, the package map, go vet, golangci-lint and helm lint.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) run ./hack/layering
 	$(GO) vet ./...
@@ -136,6 +155,8 @@ $(TOOLS)/controller-gen:
 	GOBIN=$(TOOLS) $(GO) install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
 $(TOOLS)/golangci-lint:
 	GOBIN=$(TOOLS) CGO_ENABLED=0 $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
+$(TOOLS)/helm: go.mod
+	GOBIN=$(TOOLS) CGO_ENABLED=0 $(GO) install helm.sh/helm/v4/cmd/helm@$(HELM_VERSION)
 $(TOOLS)/gotestsum:
 	GOBIN=$(TOOLS) CGO_ENABLED=0 $(GO) install gotest.tools/gotestsum@$(GOTESTSUM_VERSION)
 

@@ -16,12 +16,28 @@ import (
 // leader election. It returns the path of the written file.
 func (cp *ControlPlane) SchedulerConfig(tb testing.TB) string {
 	tb.Helper()
+	return cp.schedulerConfigFrom(tb, filepath.Join(RepoRoot(tb), "manifests", "scheduler", "config.yaml"))
+}
+
+// schedulerConfigFrom writes the KubeSchedulerConfiguration file src with
+// this control plane's kubeconfig and no leader election, and returns the
+// path of the written file.
+func (cp *ControlPlane) schedulerConfigFrom(tb testing.TB, src string) string {
+	tb.Helper()
 	path := filepath.Join(tb.TempDir(), "scheduler-config.yaml")
-	src := filepath.Join(RepoRoot(tb), "manifests", "scheduler", "config.yaml")
 	if err := controlplane.WriteSchedulerConfig(src, cp.Kubeconfig, path); err != nil {
 		tb.Fatal(err)
 	}
 	return path
+}
+
+// StartSchedulerWithConfig is StartScheduler with another
+// KubeSchedulerConfiguration file (e.g. one the Helm chart rendered): its
+// profiles and plugin args as they are, only the kubeconfig and leader
+// election replaced.
+func (cp *ControlPlane) StartSchedulerWithConfig(tb testing.TB, src string) {
+	tb.Helper()
+	cp.startSchedulerFrom(tb, cp.schedulerConfigFrom(tb, src))
 }
 
 // StartScheduler runs Rota's scheduler in-process through kube-scheduler's own
