@@ -132,15 +132,17 @@ verify-generate: generate ## Fail when generated files differ from what is commi
 		echo "generated files are stale: run 'make generate' and commit the result" >&2; exit 1; fi
 
 # helm lint --strict on the chart with its defaults and with every value set
-# (charts/rota/ci/all-values.yaml). test/integration/install lints it too,
-# through the Helm library, and renders it against a real API server.
+# (charts/rota/ci/all-values.yaml). Not part of `make lint`: building the
+# helm CLI compiles its own Kubernetes modules (13 min on the loaded 2-core
+# VM), and CI already lints the chart through Helm's library in
+# test/integration/install (TestChartLint), with warnings as failures.
 .PHONY: chart-lint
 chart-lint: $(TOOLS)/helm ## helm lint the chart (defaults and every value set).
 	helm lint --strict --kube-version $(patsubst v%,%,$(K8S_VERSION)) charts/rota
 	helm lint --strict --kube-version $(patsubst v%,%,$(K8S_VERSION)) -f charts/rota/ci/all-values.yaml charts/rota
 
 .PHONY: lint
-lint: $(TOOLS)/golangci-lint chart-lint ## gofmt, the package map, go vet, golangci-lint and helm lint.
+lint: $(TOOLS)/golangci-lint ## gofmt, the package map, go vet and golangci-lint.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) run ./hack/layering
 	$(GO) vet ./...
