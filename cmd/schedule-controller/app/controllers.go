@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	rotav1 "github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
 	reservationcontroller "github.com/rota-dev/rota/pkg/reservation/controller"
 	schedulecontroller "github.com/rota-dev/rota/pkg/schedule/controller"
+	"github.com/rota-dev/rota/pkg/statemetrics"
 	"github.com/rota-dev/rota/pkg/usage"
 )
 
@@ -78,8 +80,29 @@ func controllers() []controllerEntry {
 		{Name: "deployschedule", New: newDeployScheduleController},
 		{Name: "gpureservation", New: newGPUReservationController},
 		{Name: "usage", New: newUsageMeter},
+		{Name: "statemetrics", New: newStateMetrics},
 	}
 }
+
+// newStateMetrics registers the state gauges (pkg/statemetrics: the pool
+// per node, model and state, waiting pods, schedule targets, reservation
+// conditions) that the alerts and dashboard of manifests/monitoring read.
+// They are computed at each scrape from the binary's informers, so a
+// replica that does not lead exports none.
+func newStateMetrics(d deps) (runnable, error) {
+	if d.Registry == nil {
+		return idle{}, nil
+	}
+	if err := d.Registry.CustomRegister(statemetrics.New(statemetrics.ListersFrom(d.Factory, d.DynFactory))); err != nil {
+		return nil, fmt.Errorf("registering the state metrics: %w", err)
+	}
+	return idle{}, nil
+}
+
+// idle is the runnable of an entry with no work loop of its own.
+type idle struct{}
+
+func (idle) Run(ctx context.Context, _ int) { <-ctx.Done() }
 
 // newUsageMeter counts reservation-hours and GPU-hours per tenant and
 // model (pkg/usage) into the binary's registry.

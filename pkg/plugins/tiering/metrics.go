@@ -5,6 +5,8 @@ import (
 
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
+
+	"github.com/rota-dev/rota/pkg/waits"
 )
 
 const metricsSubsystem = "rota_tiering"
@@ -67,6 +69,26 @@ func registerMetrics() *pluginMetrics {
 	registerOnce.Do(func() {
 		registered = newMetrics()
 		legacyregistry.MustRegister(registered.placements, registered.rejections, registered.healthRechecks, registered.bindingFailures, registered.timeToPlacement)
+		registered.initBindingFailures()
 	})
 	return registered
+}
+
+// bindingFailureSeries are the (cause, stage) pairs a placement can fail
+// to bind with: the re-check of Reserve and PreBind finds the node or a
+// device gone or tainted; the Binding write fails.
+var bindingFailureSeries = [][2]string{
+	{string(waits.NodeLost), stageReserve}, {string(waits.StaleResourceSlice), stageReserve}, {string(waits.DeviceTainted), stageReserve},
+	{string(waits.NodeLost), stagePreBind}, {string(waits.StaleResourceSlice), stagePreBind}, {string(waits.DeviceTainted), stagePreBind},
+	{string(waits.BindingConflict), stageBind}, {string(waits.BindError), stageBind},
+}
+
+// initBindingFailures exports every binding failure series at 0 from the
+// start, so that an alert's increase() sees the first failure, and a
+// dashboard or alert that names the metric finds it before any failure.
+// The metrics must be registered first (unregistered vectors are no-ops).
+func (m *pluginMetrics) initBindingFailures() {
+	for _, s := range bindingFailureSeries {
+		m.bindingFailures.WithLabelValues(s[0], s[1])
+	}
 }

@@ -1,11 +1,13 @@
 package tiering
 
 import (
+	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/testutil"
 )
 
@@ -46,5 +48,30 @@ func TestPostBindRecordsPlacement(t *testing.T) {
 	}
 	if after-before != 1 {
 		t.Errorf("placements{tier=2,model=A100,namespace=default} grew by %v, want 1", after-before)
+	}
+}
+
+// TestBindingFailuresStartAtZero: every (cause, stage) pair the plugin can
+// count is exported at 0 before any failure, so that the binding-failure
+// alerts (manifests/monitoring) see the first one.
+func TestBindingFailuresStartAtZero(t *testing.T) {
+	m := newMetrics()
+	reg := metrics.NewKubeRegistry()
+	reg.MustRegister(m.bindingFailures)
+	m.initBindingFailures()
+	want := `
+# HELP rota_tiering_binding_failures_total [ALPHA] Placements of tiered pods that could not be bound, by cause (BindingConflict, StaleResourceSlice, NodeLost, DeviceTainted, BindError) and stage (reserve, prebind, bind).
+# TYPE rota_tiering_binding_failures_total counter
+rota_tiering_binding_failures_total{cause="BindError",stage="bind"} 0
+rota_tiering_binding_failures_total{cause="BindingConflict",stage="bind"} 0
+rota_tiering_binding_failures_total{cause="DeviceTainted",stage="prebind"} 0
+rota_tiering_binding_failures_total{cause="DeviceTainted",stage="reserve"} 0
+rota_tiering_binding_failures_total{cause="NodeLost",stage="prebind"} 0
+rota_tiering_binding_failures_total{cause="NodeLost",stage="reserve"} 0
+rota_tiering_binding_failures_total{cause="StaleResourceSlice",stage="prebind"} 0
+rota_tiering_binding_failures_total{cause="StaleResourceSlice",stage="reserve"} 0
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "rota_tiering_binding_failures_total"); err != nil {
+		t.Error(err)
 	}
 }

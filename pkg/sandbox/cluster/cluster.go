@@ -12,6 +12,7 @@ import (
 
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
+	"k8s.io/component-base/metrics"
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/controller/deployment"
 	"k8s.io/kubernetes/pkg/controller/replicaset"
@@ -22,6 +23,7 @@ import (
 	"github.com/rota-dev/rota/pkg/sandbox/apply"
 	"github.com/rota-dev/rota/pkg/sandbox/controlplane"
 	schedulecontroller "github.com/rota-dev/rota/pkg/schedule/controller"
+	"github.com/rota-dev/rota/pkg/statemetrics"
 )
 
 // GateNamespace holds the schedule controller's gate ConfigMap, switched on.
@@ -33,6 +35,11 @@ type Cluster struct {
 	Nodes   []*Node
 	Applier *apply.Applier
 	Watch   *Watch
+	// Registry is what schedule-controller serves on /metrics: the
+	// DeploySchedule and GPUReservation controllers' metrics and the state
+	// gauges (pkg/statemetrics). The scheduler's are in component-base's
+	// legacy registry, each node's driver's in its Plugin.Metrics.
+	Registry metrics.KubeRegistry
 
 	opts Options
 	stop []func()
@@ -53,7 +60,7 @@ func Start(ctx context.Context, o Options) (_ *Cluster, err error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{ControlPlane: cp, opts: o}
+	c := &Cluster{ControlPlane: cp, opts: o, Registry: metrics.NewKubeRegistry()}
 	c.stop = append(c.stop, cp.Stop)
 	defer func() {
 		if err != nil {
@@ -229,6 +236,7 @@ func (c *Cluster) startRotaControllers(ctx context.Context) (func(), error) {
 		GateNamespace:  GateNamespace,
 		PassPeriod:     c.opts.PassPeriod,
 		ProgressPeriod: c.opts.ProgressPeriod,
+		Registry:       c.Registry,
 	})
 	if err != nil {
 		return fail(err)
@@ -236,9 +244,13 @@ func (c *Cluster) startRotaControllers(ctx context.Context) (func(), error) {
 	reservations, err := reservationcontroller.New(reservationcontroller.Options{
 		Client: c.Client, Dynamic: c.Dynamic, Clock: c.opts.Clock, Recorder: recorder,
 		Informers: reservationcontroller.NewInformers(factory, dynFactory),
+		Registry:  c.Registry,
 	})
 	if err != nil {
 		return fail(err)
+	}
+	if err := c.Registry.CustomRegister(statemetrics.New(statemetrics.ListersFrom(factory, dynFactory))); err != nil {
+		return fail(fmt.Errorf("registering the state metrics: %w", err))
 	}
 	factory.Start(ctx.Done())
 	dynFactory.Start(ctx.Done())

@@ -39,6 +39,11 @@ type Options struct {
 	// Quiet is how long (real time) nothing may change before the cluster
 	// counts as settled. Default 100ms.
 	Quiet time.Duration
+	// Observe, when set, is called after every checkpoint and once more
+	// when the scenario has played, with the sandbox up and the virtual
+	// time (test/integration/monitoring scrapes the components' metrics
+	// there). An error fails the run.
+	Observe func(ctx context.Context, c *cluster.Cluster, at time.Time) error
 }
 
 // Run plays the scenario and returns its report. An error means the run
@@ -75,6 +80,11 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 	rep, err := r.play(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if o.Observe != nil {
+		if err := o.Observe(ctx, c, clk.Now()); err != nil {
+			return nil, fmt.Errorf("observing the end of the scenario: %w", err)
+		}
 	}
 	rep.WallSeconds = time.Since(wallStart).Seconds()
 	return rep, nil
@@ -217,7 +227,12 @@ func (r *runner) do(ctx context.Context, ev scenario.Event) error {
 		}
 		return r.waitTaint(ctx, ev.Recover.Node, ev.Recover.GPU, false)
 	case ev.Checkpoint != nil:
-		return r.checkpoint(ev.Checkpoint)
+		if err := r.checkpoint(ev.Checkpoint); err != nil {
+			return err
+		}
+		if r.o.Observe != nil {
+			return r.o.Observe(ctx, r.c, r.clk.Now())
+		}
 	}
 	return nil
 }
