@@ -45,6 +45,8 @@ var rules = []rule{
 		Why: "`kubectl rota why` reads what the scheduler wrote; it shares no code with the components that write it"},
 	{From: "pkg/usage", Only: []string{"pkg/gpupool", "pkg/apis"},
 		Why: "usage accounting applies one charge rule to the pool model; the pool report and the controller binary use it, it uses none of them"},
+	{From: "pkg/advisor", Only: []string{"pkg/gpupool", "pkg/schedule", "pkg/apis"},
+		Why: "the unblock advisor is a pure engine over the pool model (and the DeploySchedule evaluator's transitions); the WaitReason plugin, kubectl-rota and the sandbox use it, it uses none of them"},
 	{From: "pkg/events", Only: []string{"pkg/apis"},
 		Why: "the event broadcaster of the controller binaries knows only the API types"},
 	{From: "pkg/scheduler", Only: []string{"pkg/plugins", "pkg/gpupool"},
