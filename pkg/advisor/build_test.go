@@ -65,8 +65,8 @@ func claimPod(ns, name, claim, node string, labels map[string]string) *v1.Pod {
 func TestBuildFragmentation(t *testing.T) {
 	slices := []*resourceapi.ResourceSlice{h100Slice("n1", 2), h100Slice("n2", 2)}
 	claims := map[string]*resourceapi.ResourceClaim{
-		"team-a/a-1": h100Claim("team-a", "a-1", 1, "n2", "a-1"),
-		"team-a/a-2": h100Claim("team-a", "a-2", 1, "n1", "a-2"),
+		"team-a/a-1":   h100Claim("team-a", "a-1", 1, "n2", "a-1"),
+		"team-a/a-2":   h100Claim("team-a", "a-2", 1, "n1", "a-2"),
 		"team-b/ranks": h100Claim("team-b", "ranks", 2, ""),
 	}
 	serving := map[string]string{"app": "serving"}
