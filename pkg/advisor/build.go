@@ -94,7 +94,13 @@ func Build(ctx context.Context, o Objects, pod *v1.Pod) (*Snapshot, *Workload, e
 	}
 	for _, d := range o.Pool.Devices() {
 		id := d.ID.String()
-		snap.Devices = append(snap.Devices, Device{ID: id, Node: d.Node, Model: d.Model(), Holder: held[id]})
+		holder := held[id]
+		if holder == "" && d.Allocated {
+			// Allocated to a claim no listed pod holds (in flight, or
+			// reserved for something else): taken, and no plan moves it.
+			holder = "claim " + d.HolderClaim.String()
+		}
+		snap.Devices = append(snap.Devices, Device{ID: id, Node: d.Node, Model: d.Model(), Holder: holder})
 		if w := units[held[id]]; w != nil {
 			w.Held = append(w.Held, id)
 		}

@@ -2,7 +2,8 @@
 // every failed attempt it classifies why the pod waits into one
 // machine-readable reason (pkg/waits) with numbers, keeps the pod's
 // rota.dev/Waiting condition and an Event current, and clears the
-// condition once the pod is placed.
+// condition once the pod is placed. Off the scheduling cycle, a worker
+// computes the pod's unblock advice (pkg/advisor) and adds it.
 package waitreason
 
 import (
@@ -22,6 +23,7 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	policylisters "k8s.io/client-go/listers/policy/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/dynamic-resource-allocation/resourceclaim"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -68,6 +70,8 @@ type WaitReason struct {
 	// shared with the scheduler's other Rota plugins.
 	caches  *gpupool.Caches
 	metrics *pluginMetrics
+	// advice queues waiting pods for the unblock advice (advice.go).
+	advice workqueue.TypedInterface[types.NamespacedName]
 }
 
 // New builds the plugin, with caches of its own. It takes no args.
@@ -98,6 +102,7 @@ func newWithClock(ctx context.Context, h fwk.Handle, clk clock.PassiveClock, cac
 		clock:   clk,
 		caches:  caches,
 		metrics: registerMetrics(),
+		advice:  newAdviceQueue(),
 	}
 	_, err := h.SharedInformerFactory().Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		DeleteFunc: func(obj any) {
@@ -116,6 +121,7 @@ func newWithClock(ctx context.Context, h fwk.Handle, clk clock.PassiveClock, cac
 		return nil, err
 	}
 	pl.writer.Run(ctx, 2)
+	pl.runAdvice(ctx)
 	return pl, nil
 }
 
@@ -133,6 +139,7 @@ func (pl *WaitReason) PostFilter(ctx context.Context, cs fwk.CycleState, pod *v1
 		return nil, fwk.NewStatus(fwk.Unschedulable)
 	}
 	pl.writer.Wait(pod, v)
+	pl.adviseLater(pod)
 	pl.metrics.waits.WithLabelValues(string(v.Reason), pod.Namespace).Inc()
 	logger.V(3).Info("Pod waits", "pod", klog.KObj(pod), "reason", v.Reason, "message", v.Message)
 	// Always Unschedulable: UnschedulableAndUnresolvable would make the
