@@ -97,7 +97,9 @@ func (pl *WaitReason) computeAdvice(ctx context.Context, pod *v1.Pod) (advisor.A
 	snap, unit, err := advisor.Build(ctx, advisor.Objects{
 		Pool: pool, Classes: pl.dra.DeviceClasses(), CEL: pl.caches.CEL, Matches: pl.caches.Matches,
 		Pods: pods, PDBs: pdbs, Limits: pl.caches.Limits.Get(),
-		Claim: func(ns, name string) (*resourceapi.ResourceClaim, error) { return pl.dra.ResourceClaims().Get(ns, name) },
+		Claim: func(ns, name string) (*resourceapi.ResourceClaim, error) {
+			return pl.dra.ResourceClaims().Get(ns, name)
+		},
 	}, pod)
 	if err != nil {
 		return advisor.Advice{}, err

@@ -36,7 +36,7 @@ func TestCheck(t *testing.T) {
 			h: History{MinReady: map[string]int{"ml/llama": 1}},
 		},
 		"advice": {
-			exp: scenario.Expect{Pods: []scenario.PodExpect{{Name: "ml/llama-2", AdviceContains: "move: evict ml/x"}, {Name: "ml/llama-2", AdviceContains: "none: "}}},
+			exp:  scenario.Expect{Pods: []scenario.PodExpect{{Name: "ml/llama-2", AdviceContains: "move: evict ml/x"}, {Name: "ml/llama-2", AdviceContains: "none: "}}},
 			want: []string{`pod ml/llama-2: advice does not mention "none: " (move: evict ml/x (1 × H100) on n1 → ml/llama-2 fits on n1)`},
 		},
 		"terminating pods do not count": {
