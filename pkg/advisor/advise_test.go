@@ -39,7 +39,7 @@ func TestAdviseKinds(t *testing.T) {
 			build: func() (*Snapshot, *Workload) { c, b := fragmentation(); return c.snap, b },
 			want:  []Kind{KindMove, KindMove},
 			// Both nodes need one eviction; n1 comes first by name.
-			contains: "evict team-a/a-2 (1 × H100) on n1 (nodeSelector kubernetes.io/hostname=n1) → team-b/gang:ranks fits on n1",
+			contains: "evict team-a/a-2 (1 × H100) on n1 (nodeSelector kubernetes.io/hostname=n1) → fits on n1",
 		},
 		"move to another node when the moved pod has room there": {
 			build: func() (*Snapshot, *Workload) {
@@ -51,7 +51,7 @@ func TestAdviseKinds(t *testing.T) {
 				return c.snap, c.waiting("team-b/b", "team-b", "H100", 2)
 			},
 			want:     []Kind{KindMove, KindMove, KindMove},
-			contains: "move team-a/a-1 (1 × H100) from n1 to n3 → team-b/b fits on n1",
+			contains: "move team-a/a-1 (1 × H100) from n1 to n3 → fits on n1",
 		},
 		"none: a PodDisruptionBudget pins A's replicas": {
 			build: func() (*Snapshot, *Workload) {

@@ -229,7 +229,7 @@ func (s *searcher) option(p plan) Option {
 		}
 		o.Steps = append(o.Steps, st)
 	}
-	o.Summary = moveSummary(s.unit, o)
+	o.Summary = moveSummary(o)
 	return o
 }
 
@@ -241,7 +241,7 @@ func (s *searcher) budgetNote(r *Workload) string {
 	return strings.Join(parts, ", ")
 }
 
-func moveSummary(unit *Workload, o Option) string {
+func moveSummary(o Option) string {
 	var parts []string
 	for _, st := range o.Steps {
 		var p string
@@ -255,5 +255,5 @@ func moveSummary(unit *Workload, o Option) string {
 		}
 		parts = append(parts, p)
 	}
-	return fmt.Sprintf("%s → %s fits on %s", strings.Join(parts, "; "), unit.Key, placedNodes(o.Placement))
+	return fmt.Sprintf("%s → fits on %s", strings.Join(parts, "; "), placedNodes(o.Placement))
 }

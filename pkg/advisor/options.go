@@ -23,7 +23,7 @@ func waitOption(ix *index, unit *Workload) (Option, bool) {
 		if placed, ok := w.fits(unit); ok {
 			at := r.At
 			return Option{Kind: KindWait, At: &at, Source: r.Source, Placement: placed,
-				Summary: fmt.Sprintf("wait until %s: %s frees capacity → %s fits on %s", at.Format("2006-01-02T15:04:05Z07:00"), r.Source, unit.Key, placedNodes(placed))}, true
+				Summary: fmt.Sprintf("wait until %s: %s frees capacity → fits on %s", at.Format("2006-01-02T15:04:05Z07:00"), r.Source, placedNodes(placed))}, true
 		}
 	}
 	return Option{}, false
@@ -56,7 +56,7 @@ func quotaOption(ix *index, unit *Workload) (Option, bool) {
 	if o.Quota == nil {
 		return Option{}, false
 	}
-	o.Summary = strings.Join(parts, "; ") + " → " + unit.Key + " fits on " + placedNodes(placed)
+	o.Summary = strings.Join(parts, "; ") + " → fits on " + placedNodes(placed)
 	return o, true
 }
 
@@ -91,7 +91,7 @@ func tierOptions(ix *index, unit *Workload) []Option {
 		}
 		if placed, ok := ix.now().fits(&widened); ok {
 			out = append(out, Option{Kind: KindTier, Model: m.Model, Placement: placed,
-				Summary: fmt.Sprintf("accept %s as another tier: free now on %s → %s fits without disturbing anyone", m.Model, placedNodes(placed), unit.Key)})
+				Summary: fmt.Sprintf("accept %s as another tier: free now on %s → fits without disturbing anyone", m.Model, placedNodes(placed))})
 		}
 	}
 	return out
@@ -133,7 +133,7 @@ func noneOption(ix *index, unit *Workload) Option {
 		}
 		o.Constraints = append(o.Constraints, fmt.Sprintf("%s: %s", n, strings.Join(why, "; ")))
 	}
-	o.Summary = fmt.Sprintf("no change within policy admits %s: %s", unit.Key, strings.Join(o.Constraints, " | "))
+	o.Summary = "no change within policy admits it: " + strings.Join(o.Constraints, " | ")
 	return o
 }
 

@@ -33,13 +33,17 @@ type condition struct {
 	advice, adviceSummary string
 }
 
+// AdviceSeparator joins the wait's headline and the first unblock option
+// in the rota.dev/Waiting condition's message.
+const AdviceSeparator = "; to admit: "
+
 // fullMessage is the condition's message: the wait's headline, then the
 // first unblock option when there is one.
 func (c condition) fullMessage() string {
 	if c.adviceSummary == "" || !c.waiting {
 		return c.message
 	}
-	return c.message + "; to admit: " + c.adviceSummary
+	return c.message + AdviceSeparator + c.adviceSummary
 }
 
 // Writer keeps every waiting pod's rota.dev/Waiting condition current

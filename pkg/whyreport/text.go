@@ -48,6 +48,17 @@ func WriteText(w io.Writer, r Report, o TextOptions) error {
 			p.wrapped("Note: ", n)
 		}
 	}
+	if len(r.Advice) > 0 {
+		head := "To admit it (least disruptive first):"
+		if r.AdviceTruncated {
+			head = "To admit it (search stopped at its bound; a cheaper move may exist):"
+		}
+		p.line(head)
+		for _, o := range r.Advice {
+			p.mark(o.Summary)
+			p.hanging("  ", "      ", string(o.Kind)+": "+o.Summary)
+		}
+	}
 	if r.Devices != "" {
 		p.wrapped("Devices: ", r.Devices)
 	}
