@@ -8,18 +8,88 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/rota-dev/rota/pkg/advisor"
+	rotav1 "github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
 	"github.com/rota-dev/rota/pkg/gpupool"
+	"github.com/rota-dev/rota/pkg/reservation"
 )
 
 // adviceMaxChecks bounds each pod's move search (pkg/advisor); past it the
 // advice says it stopped early and offers the plans found so far.
 const adviceMaxChecks = 20000
+
+// releaseHorizon is how far ahead DeploySchedule transitions count as
+// releases a waiting pod could wait for.
+const releaseHorizon = 7 * 24 * time.Hour
+
+// watchSchedules starts an informer on DeploySchedules (the scheduler's
+// role may list them) and the owner listers that map pods to workloads.
+// Without a kubeconfig (a unit test's handle) there are no releases.
+func (pl *WaitReason) watchSchedules(ctx context.Context, h fwk.Handle) error {
+	if h.KubeConfig() == nil {
+		return nil
+	}
+	dyn, err := dynamic.NewForConfig(h.KubeConfig())
+	if err != nil {
+		return fmt.Errorf("%s: dynamic client: %w", Name, err)
+	}
+	factory := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
+	pl.schedules = factory.ForResource(rotav1.DeploySchedulesResource).Lister()
+	shared := h.SharedInformerFactory()
+	pl.owners = &reservation.Owners{
+		ReplicaSets:  shared.Apps().V1().ReplicaSets().Lister(),
+		Deployments:  shared.Apps().V1().Deployments().Lister(),
+		StatefulSets: shared.Apps().V1().StatefulSets().Lister(),
+		Jobs:         shared.Batch().V1().Jobs().Lister(),
+		Pods:         shared.Core().V1().Pods().Lister(),
+	}
+	factory.Start(ctx.Done())
+	return nil
+}
+
+// releases are the coming DeploySchedule stops, from the evaluator.
+func (pl *WaitReason) releases(ctx context.Context, pods []*v1.Pod) []advisor.Release {
+	if pl.schedules == nil {
+		return nil
+	}
+	objs, err := pl.schedules.List(labels.Everything())
+	if err != nil {
+		return nil
+	}
+	var schedules []*rotav1.DeploySchedule
+	for _, o := range objs {
+		u, ok := o.(*unstructured.Unstructured)
+		if !ok {
+			continue
+		}
+		var ds rotav1.DeploySchedule
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &ds); err != nil {
+			continue
+		}
+		schedules = append(schedules, &ds)
+	}
+	out, skipped := advisor.ScheduleReleases(pl.clock.Now(), releaseHorizon, schedules, pods, func(p *v1.Pod) string {
+		w, err := pl.owners.WorkloadOf(p)
+		if err != nil || w.Kind == "" {
+			return ""
+		}
+		return w.Kind + "/" + w.Name
+	})
+	if len(skipped) > 0 {
+		klog.FromContext(ctx).V(4).Info("DeploySchedules left out of the unblock advice", "skipped", skipped)
+	}
+	return out
+}
 
 // adviseLater queues the pod for the unblock advice. The advice is never
 // computed in a scheduling cycle: PostFilter only queues the pod, and one
@@ -96,7 +166,7 @@ func (pl *WaitReason) computeAdvice(ctx context.Context, pod *v1.Pod) (advisor.A
 	}
 	snap, unit, err := advisor.Build(ctx, advisor.Objects{
 		Pool: pool, Classes: pl.dra.DeviceClasses(), CEL: pl.caches.CEL, Matches: pl.caches.Matches,
-		Pods: pods, PDBs: pdbs, Limits: pl.caches.Limits.Get(),
+		Pods: pods, PDBs: pdbs, Limits: pl.caches.Limits.Get(), Releases: pl.releases(ctx, pods),
 		Claim: func(ns, name string) (*resourceapi.ResourceClaim, error) {
 			return pl.dra.ResourceClaims().Get(ns, name)
 		},

@@ -32,6 +32,7 @@ import (
 
 	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
 	"github.com/rota-dev/rota/pkg/gpupool"
+	"github.com/rota-dev/rota/pkg/reservation"
 	"github.com/rota-dev/rota/pkg/waits"
 )
 
@@ -70,8 +71,11 @@ type WaitReason struct {
 	// shared with the scheduler's other Rota plugins.
 	caches  *gpupool.Caches
 	metrics *pluginMetrics
-	// advice queues waiting pods for the unblock advice (advice.go).
-	advice workqueue.TypedInterface[types.NamespacedName]
+	// advice queues waiting pods for the unblock advice (advice.go);
+	// schedules and owners feed its DeploySchedule releases.
+	advice    workqueue.TypedInterface[types.NamespacedName]
+	schedules cache.GenericLister
+	owners    *reservation.Owners
 }
 
 // New builds the plugin, with caches of its own. It takes no args.
@@ -118,6 +122,9 @@ func newWithClock(ctx context.Context, h fwk.Handle, clk clock.PassiveClock, cac
 		return nil, fmt.Errorf("watch pod deletions: %w", err)
 	}
 	if err := pl.watchStarts(ctx, h); err != nil {
+		return nil, err
+	}
+	if err := pl.watchSchedules(ctx, h); err != nil {
 		return nil, err
 	}
 	pl.writer.Run(ctx, 2)
