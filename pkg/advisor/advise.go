@@ -1,7 +1,7 @@
 package advisor
 
 // DefaultMaxChecks bounds the move search when Options.MaxChecks is 0.
-const DefaultMaxChecks = 20000
+const DefaultMaxChecks = 50000
 
 // Advise returns the options that would admit unit, a waiting pod or gang,
 // in snap, ordered: tier (no one disturbed, the owner widens the claim),

@@ -11,12 +11,14 @@ type index struct {
 	byNode  map[string][]*Device
 	byID    map[string]*Device
 	running map[string]*Workload
+	// onNode lists the running workloads holding devices of each node.
+	onNode map[string][]*Workload
 	// used counts each namespace's held devices per model.
 	used map[string]map[string]int
 }
 
 func newIndex(s *Snapshot) *index {
-	ix := &index{snap: s, byNode: map[string][]*Device{}, byID: map[string]*Device{}, running: map[string]*Workload{}, used: map[string]map[string]int{}}
+	ix := &index{snap: s, byNode: map[string][]*Device{}, byID: map[string]*Device{}, running: map[string]*Workload{}, onNode: map[string][]*Workload{}, used: map[string]map[string]int{}}
 	for i := range s.Devices {
 		d := &s.Devices[i]
 		if _, ok := ix.byNode[d.Node]; !ok {
@@ -32,9 +34,14 @@ func newIndex(s *Snapshot) *index {
 	for i := range s.Running {
 		w := &s.Running[i]
 		ix.running[w.Key] = w
+		seen := map[string]bool{}
 		for _, id := range w.Held {
 			if d, ok := ix.byID[id]; ok {
 				ix.addUse(w.Namespace, d.Model, 1)
+				if !seen[d.Node] {
+					seen[d.Node] = true
+					ix.onNode[d.Node] = append(ix.onNode[d.Node], w)
+				}
 			}
 		}
 	}
@@ -49,7 +56,9 @@ func (ix *index) addUse(ns, model string, n int) {
 }
 
 // world is one hypothetical state of the pool: which devices are free,
-// which blocked devices are unblocked, and each namespace's usage.
+// which blocked devices are unblocked, and each namespace's usage. free
+// holds only what differs from the snapshot (a device free when no one
+// holds it), so that a world is cheap to make and copy on a large pool.
 type world struct {
 	ix        *index
 	free      map[string]bool
@@ -61,11 +70,6 @@ type world struct {
 
 func (ix *index) now() *world {
 	w := &world{ix: ix, free: map[string]bool{}, unblocked: map[string]bool{}, used: map[string]map[string]int{}}
-	for id, d := range ix.byID {
-		if d.Holder == "" {
-			w.free[id] = true
-		}
-	}
 	for ns, m := range ix.used {
 		w.used[ns] = map[string]int{}
 		for k, v := range m {
@@ -178,14 +182,12 @@ func (ix *index) allowed(g *Group) []string {
 		return ix.nodes
 	}
 	var out []string
-	for _, n := range ix.nodes {
-		for _, a := range g.Nodes {
-			if a == n {
-				out = append(out, n)
-				break
-			}
+	for _, n := range g.Nodes {
+		if _, ok := ix.byNode[n]; ok {
+			out = appendUnique(out, n)
 		}
 	}
+	sort.Strings(out)
 	return out
 }
 
@@ -193,7 +195,7 @@ func (ix *index) allowed(g *Group) []string {
 func (w *world) pick(node string, t *Tier, avoid map[string]bool) []string {
 	var ids []string
 	for _, d := range w.ix.byNode[node] {
-		if !w.free[d.ID] || avoid[d.ID] || !w.accepts(t, d.ID) {
+		if !w.isFree(d) || avoid[d.ID] || !w.accepts(t, d.ID) {
 			continue
 		}
 		ids = append(ids, d.ID)
@@ -202,6 +204,13 @@ func (w *world) pick(node string, t *Tier, avoid map[string]bool) []string {
 		}
 	}
 	return nil
+}
+
+func (w *world) isFree(d *Device) bool {
+	if f, ok := w.free[d.ID]; ok {
+		return f
+	}
+	return d.Holder == ""
 }
 
 func (w *world) accepts(t *Tier, id string) bool {

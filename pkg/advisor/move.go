@@ -53,31 +53,38 @@ type searcher struct {
 	maxChecks int
 	checks    int
 	truncated bool
+	// accepted are the devices some tier of the unit accepts.
+	accepted map[string]bool
 }
 
 // candidates are the running workloads, on nodes, that hold a device some
 // tier of the unit accepts and that a plan may disturb, cheapest first.
 func (s *searcher) candidates(nodes map[string]bool) []*Workload {
-	accepted := map[string]bool{}
-	for _, g := range s.unit.Groups {
-		for _, r := range g.Requests {
-			for _, t := range r.Tiers {
-				for id := range t.Devices {
-					accepted[id] = true
+	if s.accepted == nil {
+		s.accepted = map[string]bool{}
+		for _, g := range s.unit.Groups {
+			for _, r := range g.Requests {
+				for _, t := range r.Tiers {
+					for id := range t.Devices {
+						s.accepted[id] = true
+					}
 				}
 			}
 		}
 	}
 	var out []*Workload
-	for i := range s.ix.snap.Running {
-		w := &s.ix.snap.Running[i]
-		if w.Fixed != "" {
-			continue
-		}
-		for _, id := range w.Held {
-			if d := s.ix.byID[id]; d != nil && accepted[id] && nodes[d.Node] {
-				out = append(out, w)
-				break
+	seen := map[string]bool{}
+	for _, n := range sortedKeys(nodes) {
+		for _, w := range s.ix.onNode[n] {
+			if w.Fixed != "" || seen[w.Key] {
+				continue
+			}
+			for _, id := range w.Held {
+				if d := s.ix.byID[id]; d != nil && s.accepted[id] && nodes[d.Node] {
+					out = append(out, w)
+					seen[w.Key] = true
+					break
+				}
 			}
 		}
 	}
@@ -172,13 +179,23 @@ func restricted(unit *Workload, node string) *Workload {
 func (s *searcher) movePlans(max int) []plan {
 	var plans []plan
 	if len(s.unit.Groups) == 1 {
-		for _, n := range s.ix.allowed(&s.unit.Groups[0]) {
+		// Nodes in the order of the cheapest plan they could give; once
+		// max plans are found, a node whose bound (with its name, the
+		// last tie-break) is past the last of them cannot enter the list.
+		for _, nb := range s.nodeBounds() {
 			if s.truncated {
 				break
 			}
-			u := restricted(s.unit, n)
-			if p, ok := s.best(u, s.candidates(map[string]bool{n: true})); ok {
-				p.node = n
+			if len(plans) >= max {
+				sort.Slice(plans, func(i, j int) bool { return plans[i].less(plans[j]) })
+				plans = plans[:max]
+				if !nb.bound.less(plans[max-1]) {
+					break
+				}
+			}
+			u := restricted(s.unit, nb.bound.node)
+			if p, ok := s.best(u, nb.cands); ok {
+				p.node = nb.bound.node
 				plans = append(plans, p)
 			}
 		}
@@ -256,4 +273,57 @@ func moveSummary(o Option) string {
 		parts = append(parts, p)
 	}
 	return fmt.Sprintf("%s → fits on %s", strings.Join(parts, "; "), placedNodes(o.Placement))
+}
+
+// nodeBound is a node with the candidates on it and a bound no plan that
+// places a one-group unit there can beat.
+type nodeBound struct {
+	bound plan
+	cands []*Workload
+}
+
+// nodeBounds lists the nodes a one-group unit may use, best bound first:
+// at least the GPUs its requests lack there (for a group of one request),
+// the lowest priority and one tenant. A node without enough accepted
+// devices, free or held by candidates, is left out.
+func (s *searcher) nodeBounds() []nodeBound {
+	g := &s.unit.Groups[0]
+	var out []nodeBound
+	for _, n := range s.ix.allowed(g) {
+		cands := s.candidates(map[string]bool{n: true})
+		movable := map[string]bool{}
+		minPrio := int32(1<<31 - 1)
+		for _, c := range cands {
+			for _, id := range c.Held {
+				movable[id] = true
+			}
+			minPrio = min(minPrio, c.Priority)
+		}
+		lack, possible := 0, true
+		if len(g.Requests) == 1 {
+			lack, possible = 1<<30, false
+			for _, t := range g.Requests[0].Tiers {
+				free, held := 0, 0
+				for _, d := range s.ix.byNode[n] {
+					switch {
+					case !t.Devices[d.ID]:
+					case d.Holder == "":
+						free++
+					case movable[d.ID]:
+						held++
+					}
+				}
+				if free+held >= t.Count {
+					possible = true
+					lack = min(lack, max(t.Count-free, 0))
+				}
+			}
+		}
+		if !possible || len(cands) == 0 {
+			continue
+		}
+		out = append(out, nodeBound{bound: plan{gpus: lack, maxPriority: minPrio, tenants: 1, node: n}, cands: cands})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].bound.less(out[j].bound) })
+	return out
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 )
 
 // waitOption is the first release after which the unit fits: the
@@ -23,7 +24,7 @@ func waitOption(ix *index, unit *Workload) (Option, bool) {
 		if placed, ok := w.fits(unit); ok {
 			at := r.At
 			return Option{Kind: KindWait, At: &at, Source: r.Source, Placement: placed,
-				Summary: fmt.Sprintf("wait until %s: %s frees capacity → fits on %s", at.Format("2006-01-02T15:04:05Z07:00"), r.Source, placedNodes(placed))}, true
+				Summary: fmt.Sprintf("wait until %s: %s frees capacity → fits on %s", at.UTC().Format(time.RFC3339), r.Source, placedNodes(placed))}, true
 		}
 	}
 	return Option{}, false
@@ -110,13 +111,9 @@ func noneOption(ix *index, unit *Workload) Option {
 		}
 		w := ix.now()
 		w.noQuota = true
-		var holders []*Workload
-		for i := range ix.snap.Running {
-			r := &ix.snap.Running[i]
-			if contains(ix.nodesOf(r.Held), n) {
-				holders = append(holders, r)
-				w.release(r)
-			}
+		holders := ix.onNode[n]
+		for _, r := range holders {
+			w.release(r)
 		}
 		if _, ok := w.fits(u); !ok {
 			o.Constraints = append(o.Constraints, fmt.Sprintf("%s: %s", n, lacks(ix, unit, n)))

@@ -180,7 +180,7 @@ type Advice struct {
 
 // Options bound the search.
 type Options struct {
-	// MaxChecks bounds the placements the move search tries (0: 20,000).
+	// MaxChecks bounds the placements the move search tries (0: 50,000).
 	MaxChecks int
 	// MaxPlans is how many move plans to return (0: 3).
 	MaxPlans int

@@ -26,7 +26,7 @@ import (
 
 // adviceMaxChecks bounds each pod's move search (pkg/advisor); past it the
 // advice says it stopped early and offers the plans found so far.
-const adviceMaxChecks = 20000
+const adviceMaxChecks = advisor.DefaultMaxChecks
 
 // releaseHorizon is how far ahead DeploySchedule transitions count as
 // releases a waiting pod could wait for.
@@ -78,7 +78,7 @@ func (pl *WaitReason) releases(ctx context.Context, pods []*v1.Pod) []advisor.Re
 		}
 		schedules = append(schedules, &ds)
 	}
-	out, skipped := advisor.ScheduleReleases(pl.clock.Now(), releaseHorizon, schedules, pods, func(p *v1.Pod) string {
+	out, skipped := advisor.ScheduleReleases(pl.adviceClock.Now(), releaseHorizon, schedules, pods, func(p *v1.Pod) string {
 		w, err := pl.owners.WorkloadOf(p)
 		if err != nil || w.Kind == "" {
 			return ""

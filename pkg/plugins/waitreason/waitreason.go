@@ -73,9 +73,10 @@ type WaitReason struct {
 	metrics *pluginMetrics
 	// advice queues waiting pods for the unblock advice (advice.go);
 	// schedules and owners feed its DeploySchedule releases.
-	advice    workqueue.TypedInterface[types.NamespacedName]
-	schedules cache.GenericLister
-	owners    *reservation.Owners
+	advice      workqueue.TypedInterface[types.NamespacedName]
+	adviceClock clock.PassiveClock
+	schedules   cache.GenericLister
+	owners      *reservation.Owners
 }
 
 // New builds the plugin, with caches of its own. It takes no args.
@@ -87,8 +88,22 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 // compiled selectors and match results in caches, shared with the other
 // Rota plugins of the scheduler; nil gives the plugin caches of its own.
 func Factory(caches *gpupool.Caches) func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) {
+	return FactoryWithAdviceClock(caches, nil)
+}
+
+// FactoryWithAdviceClock is Factory whose unblock advice reads "now" (for
+// the DeploySchedule transitions to come) from adviceClock; nil is the
+// real clock. The sandbox passes its virtual clock.
+func FactoryWithAdviceClock(caches *gpupool.Caches, adviceClock clock.PassiveClock) func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) {
 	return func(ctx context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-		return newWithClock(ctx, h, clock.RealClock{}, gpupool.CachesOrNew(caches))
+		pl, err := newWithClock(ctx, h, clock.RealClock{}, gpupool.CachesOrNew(caches))
+		if err != nil {
+			return nil, err
+		}
+		if adviceClock != nil {
+			pl.adviceClock = adviceClock
+		}
+		return pl, nil
 	}
 }
 
@@ -98,15 +113,16 @@ func newWithClock(ctx context.Context, h fwk.Handle, clk clock.PassiveClock, cac
 		return nil, fmt.Errorf("%s needs the scheduler's shared DRA manager (DynamicResourceAllocation disabled?)", Name)
 	}
 	pl := &WaitReason{
-		handle:  h,
-		dra:     dra,
-		pods:    h.SharedInformerFactory().Core().V1().Pods().Lister(),
-		pdbs:    h.SharedInformerFactory().Policy().V1().PodDisruptionBudgets().Lister(),
-		writer:  waits.NewWriter(h.ClientSet(), h.EventRecorder(), clk),
-		clock:   clk,
-		caches:  caches,
-		metrics: registerMetrics(),
-		advice:  newAdviceQueue(),
+		handle:      h,
+		dra:         dra,
+		pods:        h.SharedInformerFactory().Core().V1().Pods().Lister(),
+		pdbs:        h.SharedInformerFactory().Policy().V1().PodDisruptionBudgets().Lister(),
+		writer:      waits.NewWriter(h.ClientSet(), h.EventRecorder(), clk),
+		clock:       clk,
+		adviceClock: clk,
+		caches:      caches,
+		metrics:     registerMetrics(),
+		advice:      newAdviceQueue(),
 	}
 	_, err := h.SharedInformerFactory().Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		DeleteFunc: func(obj any) {
