@@ -303,3 +303,28 @@ func advised(t *testing.T, pod *v1.Pod) *v1.Pod {
 	pod.Status.Conditions[0].Message += waits.AdviceSeparator + string(adv.Options[0].Kind) + ": " + adv.Options[0].Summary
 	return pod
 }
+
+// TestAdviceInJSON: `why -o json` carries the advice as advice[], and the
+// verdict keeps only the headline before it.
+func TestAdviceInJSON(t *testing.T) {
+	pod := advised(t, waitingPod(t, waits.Attempt{Requests: [][]waits.TierCounts{{{Label: "request gpu", Name: "H100", Need: 2,
+		Matching: map[string]int{"n1": 2, "n2": 2}, Free: map[string]int{"n1": 1, "n2": 1}}}}}))
+	r := Explain(pod, nil)
+	raw, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back struct {
+		Verdict string           `json:"verdict"`
+		Advice  []advisor.Option `json:"advice"`
+	}
+	if err := json.Unmarshal(raw, &back); err != nil {
+		t.Fatal(err)
+	}
+	if len(back.Advice) != 2 || back.Advice[0].Kind != advisor.KindMove || back.Advice[0].Steps[0].Workload != "team-a/a-2" || back.Advice[0].Steps[0].Action != "evict" {
+		t.Errorf("advice %+v, want two move plans, the first evicting team-a/a-2", back.Advice)
+	}
+	if strings.Contains(back.Verdict, waits.AdviceSeparator) || len(r.Tiers) != 1 {
+		t.Errorf("verdict %q with %d tiers, want the headline alone and its tier", back.Verdict, len(r.Tiers))
+	}
+}
