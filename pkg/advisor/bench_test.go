@@ -44,7 +44,7 @@ func benchCluster() (*Snapshot, []*Workload) {
 	return c.snap, units
 }
 
-var benchNodes = 1000
+const benchNodes = 1000
 
 // BenchmarkAdvise200Waiting advises all 200 waiting pods once per
 // iteration (docs/benchmarks.md records the figures).
