@@ -49,15 +49,17 @@ func WriteText(w io.Writer, r Report, o TextOptions) error {
 		}
 	}
 	if len(r.Advice) > 0 {
-		head := "To admit it (least disruptive first):"
+		// The first (least disruptive) option only, to keep the answer
+		// short; -o json lists them all.
+		o := r.Advice[0]
+		text := string(o.Kind) + ": " + o.Summary
+		if n := len(r.Advice) - 1; n > 0 {
+			text += fmt.Sprintf(" (%d more option(s): -o json)", n)
+		}
 		if r.AdviceTruncated {
-			head = "To admit it (search stopped at its bound; a cheaper move may exist):"
+			text += " (search stopped at its bound: a cheaper move may exist)"
 		}
-		p.line(head)
-		for _, o := range r.Advice {
-			p.mark(o.Summary)
-			p.hanging("  ", "      ", string(o.Kind)+": "+o.Summary)
-		}
+		p.hanging("To admit: ", "          ", text)
 	}
 	if r.Devices != "" {
 		p.wrapped("Devices: ", r.Devices)
