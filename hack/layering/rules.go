@@ -47,6 +47,8 @@ var rules = []rule{
 		Why: "usage accounting applies one charge rule to the pool model; the pool report and the controller binary use it, it uses none of them"},
 	{From: "pkg/statemetrics", Only: []string{"pkg/poolreport", "pkg/gpupool", "pkg/waits", "pkg/apis"},
 		Why: "the state gauges read objects from informers through the pool report and the wait reasons; they share no code with the components that write the objects"},
+	{From: "pkg/advisor", Only: []string{"pkg/gpupool", "pkg/schedule", "pkg/apis"},
+		Why: "the unblock advisor is a pure engine over the pool model (and the DeploySchedule evaluator's transitions); the WaitReason plugin, kubectl-rota and the sandbox use it, it uses none of them"},
 	{From: "pkg/events", Only: []string{"pkg/apis"},
 		Why: "the event broadcaster of the controller binaries knows only the API types"},
 	{From: "pkg/scheduler", Only: []string{"pkg/plugins", "pkg/gpupool"},

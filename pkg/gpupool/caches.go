@@ -15,6 +15,8 @@ type Caches struct {
 	// CEL holds the compiled selector programs; its features must be the
 	// ones the scheduler's allocator uses, since results are shared.
 	CEL *cel.Cache
+	// Limits are the Quota plugin's tenant limits, for the unblock advice.
+	Limits Limits
 }
 
 // DefaultCELFeatures are the CEL features of kube-scheduler's default

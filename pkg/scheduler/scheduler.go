@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+	"k8s.io/utils/clock"
 
 	"github.com/rota-dev/rota/pkg/gpupool"
 	"github.com/rota-dev/rota/pkg/plugins/fairness"
@@ -29,6 +30,13 @@ const ProfileName = "rota-scheduler"
 // plugin needs them first in a cycle. Compiled with the allocator's CEL
 // features, so Tiering's predictions and the other plugins' counts agree.
 func Plugins() frameworkruntime.Registry {
+	return PluginsWithAdviceClock(nil)
+}
+
+// PluginsWithAdviceClock is Plugins whose WaitReason plugin reads "now"
+// for the unblock advice (the DeploySchedule transitions still to come)
+// from clk: the sandbox passes its virtual clock. nil is the real clock.
+func PluginsWithAdviceClock(clk clock.PassiveClock) frameworkruntime.Registry {
 	caches := gpupool.NewCaches(tiering.CELFeatures())
 	return frameworkruntime.Registry{
 		tiering.Name:     tiering.Factory(caches),
@@ -36,14 +44,19 @@ func Plugins() frameworkruntime.Registry {
 		quota.Name:       quota.Factory(caches),
 		fairness.Name:    fairness.Factory(caches),
 		gang.Name:        gang.Factory(caches),
-		waitreason.Name:  waitreason.Factory(caches),
+		waitreason.Name:  waitreason.FactoryWithAdviceClock(caches, clk),
 	}
 }
 
 // PluginOptions registers every Rota plugin with kube-scheduler's out-of-tree
 // registry. A plugin runs only where the KubeSchedulerConfiguration enables it.
 func PluginOptions() []app.Option {
-	plugins := Plugins()
+	return PluginOptionsWithAdviceClock(nil)
+}
+
+// PluginOptionsWithAdviceClock is PluginOptions with PluginsWithAdviceClock.
+func PluginOptionsWithAdviceClock(clk clock.PassiveClock) []app.Option {
+	plugins := PluginsWithAdviceClock(clk)
 	names := make([]string, 0, len(plugins))
 	for name := range plugins {
 		names = append(names, name)

@@ -28,6 +28,22 @@ type condition struct {
 	since   time.Time // last transition
 	// detail is the rota.dev/wait-detail annotation's value; "" removes it.
 	detail string
+	// advice is the rota.dev/advice annotation's value ("" removes it) and
+	// adviceSummary its first option in one line, added to the message.
+	advice, adviceSummary string
+}
+
+// AdviceSeparator joins the wait's headline and the first unblock option
+// in the rota.dev/Waiting condition's message.
+const AdviceSeparator = "; to admit: "
+
+// fullMessage is the condition's message: the wait's headline, then the
+// first unblock option when there is one.
+func (c condition) fullMessage() string {
+	if c.adviceSummary == "" || !c.waiting {
+		return c.message
+	}
+	return c.message + AdviceSeparator + c.adviceSummary
 }
 
 // Writer keeps every waiting pod's rota.dev/Waiting condition current
@@ -69,7 +85,7 @@ func (w *Writer) Wait(pod *v1.Pod, v Verdict) {
 	if !known {
 		if c := Current(pod); c != nil {
 			prev = condition{waiting: c.Status == v1.ConditionTrue, reason: c.Reason, message: c.Message, since: c.LastTransitionTime.Time,
-				detail: pod.Annotations[gpuv1.WaitDetailAnnotation]}
+				detail: pod.Annotations[gpuv1.WaitDetailAnnotation], advice: pod.Annotations[gpuv1.AdviceAnnotation]}
 			w.written[key] = prev
 		}
 	}
@@ -81,7 +97,8 @@ func (w *Writer) Wait(pod *v1.Pod, v Verdict) {
 			detail = enc
 		}
 	}
-	next := condition{waiting: true, reason: string(v.Reason), message: ConditionMessage(v), since: prev.since, detail: detail}
+	next := condition{waiting: true, reason: string(v.Reason), message: ConditionMessage(v), since: prev.since, detail: detail,
+		advice: prev.advice, adviceSummary: prev.adviceSummary}
 	if !prev.waiting || prev.reason != next.reason {
 		next.since = w.clock.Now()
 	}
@@ -93,6 +110,29 @@ func (w *Writer) Wait(pod *v1.Pod, v Verdict) {
 	if prev != next {
 		w.queue.Add(key)
 	}
+}
+
+// Advise records the unblock advice for a waiting pod: encoded is the
+// rota.dev/advice annotation's value, summary its first option in one line
+// (added to the condition's message). An Event is emitted only when the
+// summary changes, not on every attempt. It does nothing for a pod the
+// writer does not know as waiting.
+func (w *Writer) Advise(pod *v1.Pod, summary, encoded string) {
+	key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
+	w.mu.Lock()
+	prev, known := w.want[key]
+	if !known || !prev.waiting || (prev.advice == encoded && prev.adviceSummary == summary) {
+		w.mu.Unlock()
+		return
+	}
+	next := prev
+	next.advice, next.adviceSummary = encoded, summary
+	w.want[key] = next
+	w.mu.Unlock()
+	if summary != "" && summary != prev.adviceSummary && pod.Annotations[gpuv1.AdviceAnnotation] != encoded {
+		w.recorder.Eventf(pod, nil, v1.EventTypeNormal, gpuv1.AdviceEventReason, "Advise", "%s", summary)
+	}
+	w.queue.Add(key)
 }
 
 // Placed records that pod was bound to node: its condition turns False
@@ -187,14 +227,17 @@ func (w *Writer) patchDetail(ctx context.Context, key types.NamespacedName, c co
 	w.mu.Lock()
 	old, known := w.written[key]
 	w.mu.Unlock()
-	if known && old.detail == c.detail {
+	if known && old.detail == c.detail && old.advice == c.advice {
 		return nil
 	}
-	var value any // nil removes the annotation
+	var value, advice any // nil removes the annotation
 	if c.detail != "" {
 		value = c.detail
 	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{gpuv1.WaitDetailAnnotation: value}}})
+	if c.advice != "" && c.waiting {
+		advice = c.advice
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{gpuv1.WaitDetailAnnotation: value, gpuv1.AdviceAnnotation: advice}}})
 	if err != nil {
 		return fmt.Errorf("encode wait detail patch: %w", err)
 	}
@@ -210,7 +253,7 @@ func (w *Writer) patchCondition(ctx context.Context, key types.NamespacedName, c
 		status = v1.ConditionFalse
 	}
 	patch, err := json.Marshal(map[string]any{"status": map[string]any{"conditions": []v1.PodCondition{{
-		Type: gpuv1.WaitingCondition, Status: status, Reason: c.reason, Message: c.message,
+		Type: gpuv1.WaitingCondition, Status: status, Reason: c.reason, Message: c.fullMessage(),
 		LastTransitionTime: metav1.NewTime(c.since),
 	}}}})
 	if err != nil {

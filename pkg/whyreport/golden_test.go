@@ -2,7 +2,9 @@ package whyreport
 
 import (
 	"bytes"
+	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +14,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/rota-dev/rota/pkg/advisor"
 	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
 	"github.com/rota-dev/rota/pkg/waits"
 )
@@ -114,6 +117,7 @@ func goldenCases(t *testing.T) map[string]*v1.Pod {
 		"fallback-both-tiers-full":  waitingPod(t, req(h100, a100)),
 		"fallback-unmet-constraint": waitingPod(t, req(h100, oldDriver)),
 		"fragmentation":             waitingPod(t, req(spread)),
+		"fragmentation-advice":      advised(t, waitingPod(t, req(spread))),
 		"fragmentation-conflict":    waitingPod(t, req(conflict)),
 		"fragmentation-same-model":  waitingPod(t, sameModel),
 		"reservation-reserved":      waitingPod(t, req(reserved)),
@@ -267,5 +271,60 @@ func TestColorOnlyWhenAsked(t *testing.T) {
 		if got := strings.Contains(out.String(), "\x1b["); got != color {
 			t.Errorf("Color=%v: escape codes present %v:\n%q", color, got, out.String())
 		}
+	}
+}
+
+// advised adds the unblock advice the scheduler writes for SPEC §8.5 at
+// t=10 (computed by the advisor) to a waiting pod.
+func advised(t *testing.T, pod *v1.Pod) *v1.Pod {
+	t.Helper()
+	dev := func(node string, i int, holder string) advisor.Device {
+		return advisor.Device{ID: fmt.Sprintf("gpu.rota.dev/%s/gpu-%d", node, i), Node: node, Model: "H100", Holder: holder}
+	}
+	snap := &advisor.Snapshot{Devices: []advisor.Device{dev("n1", 0, "team-a/a-2"), dev("n1", 1, ""), dev("n2", 0, "team-a/a-1"), dev("n2", 1, "")}}
+	h100 := func(n int) advisor.Tier {
+		tr := advisor.Tier{Name: "gpu", Model: "H100", Count: n, Devices: map[string]bool{}}
+		for _, d := range snap.Devices {
+			tr.Devices[d.ID] = true
+		}
+		return tr
+	}
+	for _, a := range []struct{ name, node string }{{"a-1", "n2"}, {"a-2", "n1"}} {
+		snap.Running = append(snap.Running, advisor.Workload{Key: "team-a/" + a.name, Namespace: "team-a", Pinned: "nodeSelector kubernetes.io/hostname=" + a.node,
+			Held: []string{"gpu.rota.dev/" + a.node + "/gpu-0"}, Groups: []advisor.Group{{Requests: []advisor.Request{{Name: "gpu", Tiers: []advisor.Tier{h100(1)}}}}}})
+	}
+	unit := &advisor.Workload{Key: "ml/train-5", Namespace: "ml", Groups: []advisor.Group{{Pods: []string{"ml/train-5"}, Requests: []advisor.Request{{Name: "gpu", Tiers: []advisor.Tier{h100(2)}}}}}}
+	adv := advisor.Advise(snap, unit, advisor.Options{})
+	raw, err := json.Marshal(adv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod.Annotations[gpuv1.AdviceAnnotation] = string(raw)
+	pod.Status.Conditions[0].Message += waits.AdviceSeparator + string(adv.Options[0].Kind) + ": " + adv.Options[0].Summary
+	return pod
+}
+
+// TestAdviceInJSON: `why -o json` carries the advice as advice[], and the
+// verdict keeps only the headline before it.
+func TestAdviceInJSON(t *testing.T) {
+	pod := advised(t, waitingPod(t, waits.Attempt{Requests: [][]waits.TierCounts{{{Label: "request gpu", Name: "H100", Need: 2,
+		Matching: map[string]int{"n1": 2, "n2": 2}, Free: map[string]int{"n1": 1, "n2": 1}}}}}))
+	r := Explain(pod, nil)
+	raw, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back struct {
+		Verdict string           `json:"verdict"`
+		Advice  []advisor.Option `json:"advice"`
+	}
+	if err := json.Unmarshal(raw, &back); err != nil {
+		t.Fatal(err)
+	}
+	if len(back.Advice) != 2 || back.Advice[0].Kind != advisor.KindMove || back.Advice[0].Steps[0].Workload != "team-a/a-2" || back.Advice[0].Steps[0].Action != "evict" {
+		t.Errorf("advice %+v, want two move plans, the first evicting team-a/a-2", back.Advice)
+	}
+	if strings.Contains(back.Verdict, waits.AdviceSeparator) || len(r.Tiers) != 1 {
+		t.Errorf("verdict %q with %d tiers, want the headline alone and its tier", back.Verdict, len(r.Tiers))
 	}
 }

@@ -5,6 +5,7 @@ package whyreport
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 
+	"github.com/rota-dev/rota/pkg/advisor"
 	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
 	"github.com/rota-dev/rota/pkg/waits"
 )
@@ -44,6 +46,13 @@ type Report struct {
 	// rota.dev/wait-detail annotation.
 	Tiers []waits.TierStat `json:"tiers,omitempty"`
 	Notes []string         `json:"notes,omitempty"`
+	// Advice is the scheduler's unblock advice (its rota.dev/advice
+	// annotation): the options that would admit the pod, cheapest kind
+	// first (docs/admission.md, "Unblock advice").
+	Advice []advisor.Option `json:"advice,omitempty"`
+	// AdviceTruncated: the advisor's search stopped at its bound, so a
+	// cheaper move plan may exist.
+	AdviceTruncated bool `json:"adviceTruncated,omitempty"`
 	// Analysis is the PodScheduled condition's message.
 	Analysis  string  `json:"analysis,omitempty"`
 	Decisions []Event `json:"decisions,omitempty"`
@@ -114,13 +123,24 @@ func verdict(pod *v1.Pod, r *Report) string {
 		}
 		return v
 	}
+	// The message ends with the first unblock option, when there is one;
+	// the report lists every option apart.
+	headline, _, advised := strings.Cut(r.Message, waits.AdviceSeparator)
+	if advised {
+		if raw, ok := pod.Annotations[gpuv1.AdviceAnnotation]; ok {
+			var adv advisor.Advice
+			if err := json.Unmarshal([]byte(raw), &adv); err == nil {
+				r.Advice, r.AdviceTruncated = adv.Options, adv.Truncated
+			}
+		}
+	}
 	// The detail belongs to the condition only while its headline is the
 	// condition's message (another writer, such as the Gang plugin's, may
 	// have changed the condition since).
-	if d, ok := waits.CurrentDetail(pod); ok && d.Headline != "" && d.Headline == r.Message {
+	if d, ok := waits.CurrentDetail(pod); ok && d.Headline != "" && d.Headline == headline {
 		r.Tiers, r.Notes = d.Tiers, d.Notes
 	}
-	return "Waiting: " + r.Message
+	return "Waiting: " + headline
 }
 
 // decisions are the newest scheduling decisions among evs, newest first.

@@ -48,6 +48,19 @@ func WriteText(w io.Writer, r Report, o TextOptions) error {
 			p.wrapped("Note: ", n)
 		}
 	}
+	if len(r.Advice) > 0 {
+		// The first (least disruptive) option only, to keep the answer
+		// short; -o json lists them all.
+		o := r.Advice[0]
+		text := string(o.Kind) + ": " + o.Summary
+		if n := len(r.Advice) - 1; n > 0 {
+			text += fmt.Sprintf(" (%d more option(s): -o json)", n)
+		}
+		if r.AdviceTruncated {
+			text += " (search stopped at its bound: a cheaper move may exist)"
+		}
+		p.hanging("To admit: ", "          ", text)
+	}
 	if r.Devices != "" {
 		p.wrapped("Devices: ", r.Devices)
 	}

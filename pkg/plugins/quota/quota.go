@@ -89,9 +89,15 @@ func Factory(caches *gpupool.Caches) func(context.Context, runtime.Object, fwk.H
 			return nil, fmt.Errorf("%s needs the scheduler's shared DRA manager (DynamicResourceAllocation disabled?)", Name)
 		}
 		pl := &Quota{dra: dra, args: args, tenants: map[string]*TenantLimits{}, caches: gpupool.CachesOrNew(caches), inFlight: map[types.UID]charge{}, refused: refusalmemo.New(h)}
+		limits := map[string]map[string]int{}
 		for i := range args.Tenants {
 			pl.tenants[args.Tenants[i].Namespace] = &args.Tenants[i]
+			limits[args.Tenants[i].Namespace] = map[string]int{}
+			for m, n := range args.Tenants[i].Limits {
+				limits[args.Tenants[i].Namespace][m] = int(n)
+			}
 		}
+		pl.caches.Limits.Set(limits)
 		return pl, nil
 	}
 }

@@ -2,7 +2,8 @@
 // every failed attempt it classifies why the pod waits into one
 // machine-readable reason (pkg/waits) with numbers, keeps the pod's
 // rota.dev/Waiting condition and an Event current, and clears the
-// condition once the pod is placed.
+// condition once the pod is placed. Off the scheduling cycle, a worker
+// computes the pod's unblock advice (pkg/advisor) and adds it.
 package waitreason
 
 import (
@@ -22,6 +23,7 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	policylisters "k8s.io/client-go/listers/policy/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/dynamic-resource-allocation/resourceclaim"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -30,6 +32,7 @@ import (
 
 	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
 	"github.com/rota-dev/rota/pkg/gpupool"
+	"github.com/rota-dev/rota/pkg/reservation"
 	"github.com/rota-dev/rota/pkg/waits"
 )
 
@@ -68,6 +71,12 @@ type WaitReason struct {
 	// shared with the scheduler's other Rota plugins.
 	caches  *gpupool.Caches
 	metrics *pluginMetrics
+	// advice queues waiting pods for the unblock advice (advice.go);
+	// schedules and owners feed its DeploySchedule releases.
+	advice      workqueue.TypedInterface[types.NamespacedName]
+	adviceClock clock.PassiveClock
+	schedules   cache.GenericLister
+	owners      *reservation.Owners
 }
 
 // New builds the plugin, with caches of its own. It takes no args.
@@ -79,8 +88,22 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 // compiled selectors and match results in caches, shared with the other
 // Rota plugins of the scheduler; nil gives the plugin caches of its own.
 func Factory(caches *gpupool.Caches) func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) {
+	return FactoryWithAdviceClock(caches, nil)
+}
+
+// FactoryWithAdviceClock is Factory whose unblock advice reads "now" (for
+// the DeploySchedule transitions to come) from adviceClock; nil is the
+// real clock. The sandbox passes its virtual clock.
+func FactoryWithAdviceClock(caches *gpupool.Caches, adviceClock clock.PassiveClock) func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) {
 	return func(ctx context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-		return newWithClock(ctx, h, clock.RealClock{}, gpupool.CachesOrNew(caches))
+		pl, err := newWithClock(ctx, h, clock.RealClock{}, gpupool.CachesOrNew(caches))
+		if err != nil {
+			return nil, err
+		}
+		if adviceClock != nil {
+			pl.adviceClock = adviceClock
+		}
+		return pl, nil
 	}
 }
 
@@ -90,14 +113,16 @@ func newWithClock(ctx context.Context, h fwk.Handle, clk clock.PassiveClock, cac
 		return nil, fmt.Errorf("%s needs the scheduler's shared DRA manager (DynamicResourceAllocation disabled?)", Name)
 	}
 	pl := &WaitReason{
-		handle:  h,
-		dra:     dra,
-		pods:    h.SharedInformerFactory().Core().V1().Pods().Lister(),
-		pdbs:    h.SharedInformerFactory().Policy().V1().PodDisruptionBudgets().Lister(),
-		writer:  waits.NewWriter(h.ClientSet(), h.EventRecorder(), clk),
-		clock:   clk,
-		caches:  caches,
-		metrics: registerMetrics(),
+		handle:      h,
+		dra:         dra,
+		pods:        h.SharedInformerFactory().Core().V1().Pods().Lister(),
+		pdbs:        h.SharedInformerFactory().Policy().V1().PodDisruptionBudgets().Lister(),
+		writer:      waits.NewWriter(h.ClientSet(), h.EventRecorder(), clk),
+		clock:       clk,
+		adviceClock: clk,
+		caches:      caches,
+		metrics:     registerMetrics(),
+		advice:      newAdviceQueue(),
 	}
 	_, err := h.SharedInformerFactory().Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		DeleteFunc: func(obj any) {
@@ -115,7 +140,11 @@ func newWithClock(ctx context.Context, h fwk.Handle, clk clock.PassiveClock, cac
 	if err := pl.watchStarts(ctx, h); err != nil {
 		return nil, err
 	}
+	if err := pl.watchSchedules(ctx, h); err != nil {
+		return nil, err
+	}
 	pl.writer.Run(ctx, 2)
+	pl.runAdvice(ctx)
 	return pl, nil
 }
 
@@ -133,6 +162,7 @@ func (pl *WaitReason) PostFilter(ctx context.Context, cs fwk.CycleState, pod *v1
 		return nil, fwk.NewStatus(fwk.Unschedulable)
 	}
 	pl.writer.Wait(pod, v)
+	pl.adviseLater(pod)
 	pl.metrics.waits.WithLabelValues(string(v.Reason), pod.Namespace).Inc()
 	logger.V(3).Info("Pod waits", "pod", klog.KObj(pod), "reason", v.Reason, "message", v.Message)
 	// Always Unschedulable: UnschedulableAndUnresolvable would make the

@@ -93,7 +93,7 @@ func Start(ctx context.Context, o Options) (_ *Cluster, err error) {
 		return nil, err
 	}
 	if err := c.run(ctx, "scheduler", func(ctx context.Context) (stop func(), err error) {
-		stop, c.schedulerInFlight, err = controlplane.StartSchedulerWithInFlight(ctx, schedConfig)
+		stop, c.schedulerInFlight, err = controlplane.StartSchedulerWithAdviceClock(ctx, schedConfig, c.opts.Clock)
 		return stop, err
 	}); err != nil {
 		return nil, err

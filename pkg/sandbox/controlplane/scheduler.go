@@ -8,6 +8,7 @@ import (
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
 	"k8s.io/kubernetes/pkg/scheduler"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/yaml"
 
 	rotascheduler "github.com/rota-dev/rota/pkg/scheduler"
@@ -55,14 +56,20 @@ func StartScheduler(ctx context.Context, configFile string) (func(), error) {
 // scheduling cycle, or binding, or waiting at Permit): a pod in flight is
 // in no queue, so the queue metrics alone do not show the work.
 func StartSchedulerWithInFlight(ctx context.Context, configFile string) (stop func(), inFlight func() int, err error) {
-	stop, sched, err := startScheduler(ctx, configFile)
+	return StartSchedulerWithAdviceClock(ctx, configFile, nil)
+}
+
+// StartSchedulerWithAdviceClock is StartSchedulerWithInFlight whose unblock
+// advice reads "now" from clk (the sandbox's virtual clock; nil: real).
+func StartSchedulerWithAdviceClock(ctx context.Context, configFile string, clk clock.PassiveClock) (stop func(), inFlight func() int, err error) {
+	stop, sched, err := startScheduler(ctx, configFile, clk)
 	if err != nil {
 		return nil, nil, err
 	}
 	return stop, func() int { return len(sched.SchedulingQueue.InFlightPods()) }, nil
 }
 
-func startScheduler(ctx context.Context, configFile string) (func(), *scheduler.Scheduler, error) {
+func startScheduler(ctx context.Context, configFile string, clk clock.PassiveClock) (func(), *scheduler.Scheduler, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	opts := options.NewOptions()
 	opts.ConfigFile = configFile
@@ -71,7 +78,7 @@ func startScheduler(ctx context.Context, configFile string) (func(), *scheduler.
 		cancel()
 		return nil, nil, fmt.Errorf("scheduler feature gates: %w", err)
 	}
-	cc, sched, err := app.Setup(ctx, opts, rotascheduler.PluginOptions()...)
+	cc, sched, err := app.Setup(ctx, opts, rotascheduler.PluginOptionsWithAdviceClock(clk)...)
 	if err != nil {
 		cancel()
 		return nil, nil, fmt.Errorf("set up scheduler: %w", err)

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/rota-dev/rota/pkg/advisor"
 	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
 	"github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
 	"github.com/rota-dev/rota/pkg/gpupool"
@@ -148,6 +150,12 @@ func waitingOf(p *v1.Pod) *Waiting {
 	}
 	if c := waits.Current(p); c != nil && c.Status == v1.ConditionTrue {
 		wt.Code = c.Reason
+		if raw, ok := p.Annotations[gpuv1.AdviceAnnotation]; ok {
+			var adv advisor.Advice
+			if err := json.Unmarshal([]byte(raw), &adv); err == nil {
+				wt.Advice = adv.Options
+			}
+		}
 	}
 	return wt
 }

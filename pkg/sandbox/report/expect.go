@@ -106,6 +106,23 @@ func (f *failures) checkWaiting(pe scenario.PodExpect, p Pod) {
 			f.add("pod %s: reason does not mention %q (%s)", p.Name, pe.ReasonContains, waitingText(p.Waiting))
 		}
 	}
+	if pe.AdviceContains != "" {
+		if text := adviceText(p.Waiting); !strings.Contains(text, pe.AdviceContains) {
+			f.add("pod %s: advice does not mention %q (%s)", p.Name, pe.AdviceContains, text)
+		}
+	}
+}
+
+// adviceText renders a waiting pod's advice as "<kind>: <summary>" lines.
+func adviceText(w *Waiting) string {
+	if w == nil || len(w.Advice) == 0 {
+		return "no advice"
+	}
+	var lines []string
+	for _, o := range w.Advice {
+		lines = append(lines, string(o.Kind)+": "+o.Summary)
+	}
+	return strings.Join(lines, "\n")
 }
 
 // checkTarget checks the status of one schedule target (the last one listed

@@ -6,6 +6,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/utils/ptr"
 
+	"github.com/rota-dev/rota/pkg/advisor"
 	"github.com/rota-dev/rota/pkg/sandbox/scenario"
 )
 
@@ -13,7 +14,8 @@ func TestCheck(t *testing.T) {
 	st := &State{
 		Pods: []Pod{
 			{Name: "ml/llama-1", Phase: "Running", Node: "n1", Devices: []Device{{Node: "n1", Name: "gpu-0", Model: "H100"}}},
-			{Name: "ml/llama-2", Phase: "Pending", Waiting: &Waiting{Code: "InsufficientCapacity", Reason: "Unschedulable", Message: "no free GPU"}},
+			{Name: "ml/llama-2", Phase: "Pending", Waiting: &Waiting{Code: "InsufficientCapacity", Reason: "Unschedulable", Message: "no free GPU",
+				Advice: []advisor.Option{{Kind: advisor.KindMove, Summary: "evict ml/x (1 × H100) on n1 → ml/llama-2 fits on n1"}}}},
 			{Name: "ml/llama-3", Phase: "Terminating"},
 		},
 		Targets:      []Target{{Schedule: "ml/s", Target: "llama", Phase: "Converged"}},
@@ -32,6 +34,10 @@ func TestCheck(t *testing.T) {
 				MinReady:     []scenario.ReadyExpect{{Workload: "ml/llama", Count: 1}},
 			},
 			h: History{MinReady: map[string]int{"ml/llama": 1}},
+		},
+		"advice": {
+			exp:  scenario.Expect{Pods: []scenario.PodExpect{{Name: "ml/llama-2", AdviceContains: "move: evict ml/x"}, {Name: "ml/llama-2", AdviceContains: "none: "}}},
+			want: []string{`pod ml/llama-2: advice does not mention "none: " (move: evict ml/x (1 × H100) on n1 → ml/llama-2 fits on n1)`},
 		},
 		"terminating pods do not count": {
 			exp:  scenario.Expect{Pods: []scenario.PodExpect{{Name: "ml/llama-*", Count: ptr.To(3)}, {Name: "ml/llama-3"}}},

@@ -118,6 +118,9 @@ func writePod(w io.Writer, p Pod) {
 			code = " [" + p.Waiting.Code + "]"
 		}
 		fmt.Fprintf(w, "      waiting%s: %s: %s\n", code, p.Waiting.Reason, oneLine(p.Waiting.Message))
+		for _, o := range p.Waiting.Advice {
+			fmt.Fprintf(w, "        to admit, %s: %s\n", o.Kind, oneLine(o.Summary))
+		}
 	}
 }
 

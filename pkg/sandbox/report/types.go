@@ -7,6 +7,7 @@ package report
 import (
 	"time"
 
+	"github.com/rota-dev/rota/pkg/advisor"
 	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
 )
 
@@ -100,6 +101,10 @@ type Waiting struct {
 	// Code is Rota's wait reason code (docs/operations.md), "" until
 	// Rota's scheduler has classified the wait.
 	Code string `json:"code,omitempty"`
+	// Advice are the options that would admit the pod, as the scheduler's
+	// unblock advisor last wrote them (its rota.dev/advice annotation),
+	// in its order (docs/admission.md, "Unblock advice").
+	Advice []advisor.Option `json:"advice,omitempty"`
 }
 
 // Target is one DeploySchedule target's status.

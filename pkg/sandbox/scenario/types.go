@@ -144,6 +144,9 @@ type PodExpect struct {
 	// WaitReason is Rota's reason code the pod waits with (its
 	// rota.dev/Waiting condition), e.g. TopologyFragmentation.
 	WaitReason string `json:"waitReason,omitempty"`
+	// AdviceContains is looked for in the pod's unblock advice, each
+	// option as "<kind>: <summary>" (e.g. "none: ", "evict team-a/a-2").
+	AdviceContains string `json:"adviceContains,omitempty"`
 }
 
 // TargetExpect checks one DeploySchedule target.

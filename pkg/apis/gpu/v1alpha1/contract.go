@@ -115,6 +115,12 @@ const (
 	// pod's rota.dev/Waiting condition (per tier: free, allocated,
 	// reserved, tainted, other model) for `kubectl rota why`.
 	WaitDetailAnnotation = "rota.dev/wait-detail"
+	// AdviceAnnotation carries, as JSON, the unblock advice for a waiting
+	// pod (pkg/advisor: the options that would admit it) for `kubectl rota
+	// why` and the sandbox report; AdviceEventReason is the reason of the
+	// Event emitted when the advice changes.
+	AdviceAnnotation  = "rota.dev/advice"
+	AdviceEventReason = "UnblockAdvice"
 	// WaitingCondition is the pod condition with the reason a pod waits.
 	WaitingCondition v1.PodConditionType = "rota.dev/Waiting"
 	// GangLabel names a pod's gang; GangSizeAnnotation is how many pods the

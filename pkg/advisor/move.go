@@ -1,0 +1,329 @@
+package advisor
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// plan is a set of running workloads whose devices a move plan frees.
+type plan struct {
+	keys        []string // sorted
+	node        string   // where a one-group unit lands, "" otherwise
+	gpus        int
+	maxPriority int32
+	tenants     int
+}
+
+// less orders plans: fewest GPUs disturbed, then lowest priority, then
+// fewest tenants, then by node and name so that the order is stable.
+func (p plan) less(q plan) bool {
+	switch {
+	case p.gpus != q.gpus:
+		return p.gpus < q.gpus
+	case p.maxPriority != q.maxPriority:
+		return p.maxPriority < q.maxPriority
+	case p.tenants != q.tenants:
+		return p.tenants < q.tenants
+	case p.node != q.node:
+		return p.node < q.node
+	default:
+		return strings.Join(p.keys, ",") < strings.Join(q.keys, ",")
+	}
+}
+
+func planOf(ws []*Workload) plan {
+	p := plan{maxPriority: -1 << 31}
+	ns := map[string]bool{}
+	for _, w := range ws {
+		p.keys = append(p.keys, w.Key)
+		p.gpus += len(w.Held)
+		p.maxPriority = max(p.maxPriority, w.Priority)
+		ns[w.Namespace] = true
+	}
+	sort.Strings(p.keys)
+	p.tenants = len(ns)
+	return p
+}
+
+// searcher runs the bounded move search of one Advise call.
+type searcher struct {
+	ix        *index
+	unit      *Workload
+	maxChecks int
+	checks    int
+	truncated bool
+	// accepted are the devices some tier of the unit accepts.
+	accepted map[string]bool
+}
+
+// candidates are the running workloads, on nodes, that hold a device some
+// tier of the unit accepts and that a plan may disturb, cheapest first.
+func (s *searcher) candidates(nodes map[string]bool) []*Workload {
+	if s.accepted == nil {
+		s.accepted = map[string]bool{}
+		for _, g := range s.unit.Groups {
+			for _, r := range g.Requests {
+				for _, t := range r.Tiers {
+					for id := range t.Devices {
+						s.accepted[id] = true
+					}
+				}
+			}
+		}
+	}
+	var out []*Workload
+	seen := map[string]bool{}
+	for _, n := range sortedKeys(nodes) {
+		for _, w := range s.ix.onNode[n] {
+			if w.Fixed != "" || seen[w.Key] {
+				continue
+			}
+			for _, id := range w.Held {
+				if d := s.ix.byID[id]; d != nil && s.accepted[id] && nodes[d.Node] {
+					out = append(out, w)
+					seen[w.Key] = true
+					break
+				}
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if len(out[i].Held) != len(out[j].Held) {
+			return len(out[i].Held) < len(out[j].Held)
+		}
+		if out[i].Priority != out[j].Priority {
+			return out[i].Priority < out[j].Priority
+		}
+		return out[i].Key < out[j].Key
+	})
+	return out
+}
+
+// budgetsAllow reports whether disturbing ws stays within every
+// PodDisruptionBudget; a budget missing from the snapshot allows nothing.
+func (s *searcher) budgetsAllow(ws []*Workload) bool {
+	use := map[string]int{}
+	for _, w := range ws {
+		for b, n := range w.Budgets {
+			use[b] += n
+		}
+	}
+	for b, n := range use {
+		if n > s.ix.snap.Budgets[b] {
+			return false
+		}
+	}
+	return true
+}
+
+// best finds the cheapest set of cands whose release lets unit (restricted
+// to nodes by the caller) fit. It stops early once maxChecks placements
+// were tried (truncated).
+func (s *searcher) best(unit *Workload, cands []*Workload) (plan, bool) {
+	var best plan
+	found := false
+	var chosen []*Workload
+	var rec func(i, gpus int)
+	rec = func(i, gpus int) {
+		if s.checks >= s.maxChecks {
+			s.truncated = true
+			return
+		}
+		if found && gpus > best.gpus {
+			return
+		}
+		if len(chosen) > 0 && s.budgetsAllow(chosen) {
+			s.checks++
+			w := s.ix.now()
+			for _, c := range chosen {
+				w.release(c)
+			}
+			if _, ok := w.place(unit, nil); ok {
+				if p := planOf(chosen); !found || p.less(best) {
+					best, found = p, true
+				}
+				return // a superset only disturbs more
+			}
+		}
+		for j := i; j < len(cands); j++ {
+			chosen = append(chosen, cands[j])
+			if s.budgetsAllow(chosen) {
+				rec(j+1, gpus+len(cands[j].Held))
+			}
+			chosen = chosen[:len(chosen)-1]
+			if s.truncated {
+				return
+			}
+		}
+	}
+	rec(0, 0)
+	return best, found
+}
+
+// restricted returns a copy of unit whose groups may use only node.
+func restricted(unit *Workload, node string) *Workload {
+	c := *unit
+	c.Groups = make([]Group, len(unit.Groups))
+	for i, g := range unit.Groups {
+		g.Nodes = []string{node}
+		c.Groups[i] = g
+	}
+	return &c
+}
+
+// movePlans returns the cheapest move plans, at most max. A unit of one
+// group is searched node by node (it lands on one node, so only what holds
+// that node's devices matters); a unit of several groups is searched over
+// the whole pool.
+func (s *searcher) movePlans(max int) []plan {
+	var plans []plan
+	if len(s.unit.Groups) == 1 {
+		// Nodes in the order of the cheapest plan they could give; once
+		// max plans are found, a node whose bound (with its name, the
+		// last tie-break) is past the last of them cannot enter the list.
+		for _, nb := range s.nodeBounds() {
+			if s.truncated {
+				break
+			}
+			if len(plans) >= max {
+				sort.Slice(plans, func(i, j int) bool { return plans[i].less(plans[j]) })
+				plans = plans[:max]
+				if !nb.bound.less(plans[max-1]) {
+					break
+				}
+			}
+			u := restricted(s.unit, nb.bound.node)
+			if p, ok := s.best(u, nb.cands); ok {
+				p.node = nb.bound.node
+				plans = append(plans, p)
+			}
+		}
+	} else {
+		nodes := map[string]bool{}
+		for i := range s.unit.Groups {
+			for _, n := range s.ix.allowed(&s.unit.Groups[i]) {
+				nodes[n] = true
+			}
+		}
+		if p, ok := s.best(s.unit, s.candidates(nodes)); ok {
+			plans = append(plans, p)
+		}
+	}
+	sort.Slice(plans, func(i, j int) bool { return plans[i].less(plans[j]) })
+	if len(plans) > max {
+		plans = plans[:max]
+	}
+	return plans
+}
+
+// option turns a plan into steps: the freed devices go to the unit, then
+// each disturbed workload is moved where its own tiers, node constraints
+// and quota find room, or evicted when none does.
+func (s *searcher) option(p plan) Option {
+	w := s.ix.now()
+	ws := make([]*Workload, len(p.keys))
+	for i, k := range p.keys {
+		ws[i] = s.ix.running[k]
+		w.release(ws[i])
+	}
+	placed, _ := w.place(s.unit, nil)
+	o := Option{Kind: KindMove, GPUs: p.gpus, MaxPriority: p.maxPriority, Tenants: p.tenants, Placement: placed}
+	for _, r := range ws {
+		st := Step{Workload: r.Key, Pods: r.pods(), GPUs: len(r.Held), Model: s.ix.model(r.Held), From: s.ix.nodesOf(r.Held), Budget: s.budgetNote(r)}
+		switch {
+		case r.Pinned != "":
+			st.Action, st.Why = "evict", r.Pinned
+		default:
+			if to, ok := w.place(r, setOf(r.Held)); ok {
+				st.Action = "move"
+				for _, pl := range to {
+					st.To = appendUnique(st.To, pl.Node)
+				}
+			} else {
+				st.Action, st.Why = "evict", "no room elsewhere for its tiers within its quota"
+			}
+		}
+		o.Steps = append(o.Steps, st)
+	}
+	o.Summary = moveSummary(o)
+	return o
+}
+
+func (s *searcher) budgetNote(r *Workload) string {
+	var parts []string
+	for _, b := range sortedKeys(r.Budgets) {
+		parts = append(parts, fmt.Sprintf("PodDisruptionBudget %s allows %d", b, s.ix.snap.Budgets[b]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func moveSummary(o Option) string {
+	var parts []string
+	for _, st := range o.Steps {
+		var p string
+		if st.Action == "move" {
+			p = fmt.Sprintf("move %s (%d × %s) from %s to %s", st.Workload, st.GPUs, st.Model, strings.Join(st.From, ","), strings.Join(st.To, ","))
+		} else {
+			p = fmt.Sprintf("evict %s (%d × %s) on %s (%s)", st.Workload, st.GPUs, st.Model, strings.Join(st.From, ","), st.Why)
+		}
+		if st.Budget != "" {
+			p += "; " + st.Budget
+		}
+		parts = append(parts, p)
+	}
+	return fmt.Sprintf("%s → fits on %s", strings.Join(parts, "; "), placedNodes(o.Placement))
+}
+
+// nodeBound is a node with the candidates on it and a bound no plan that
+// places a one-group unit there can beat.
+type nodeBound struct {
+	bound plan
+	cands []*Workload
+}
+
+// nodeBounds lists the nodes a one-group unit may use, best bound first:
+// at least the GPUs its requests lack there (for a group of one request),
+// the lowest priority and one tenant. A node without enough accepted
+// devices, free or held by candidates, is left out.
+func (s *searcher) nodeBounds() []nodeBound {
+	g := &s.unit.Groups[0]
+	var out []nodeBound
+	for _, n := range s.ix.allowed(g) {
+		cands := s.candidates(map[string]bool{n: true})
+		movable := map[string]bool{}
+		minPrio := int32(1<<31 - 1)
+		for _, c := range cands {
+			for _, id := range c.Held {
+				movable[id] = true
+			}
+			minPrio = min(minPrio, c.Priority)
+		}
+		lack, possible := 0, true
+		if len(g.Requests) == 1 {
+			lack, possible = 1<<30, false
+			for _, t := range g.Requests[0].Tiers {
+				free, held := 0, 0
+				for _, d := range s.ix.byNode[n] {
+					switch {
+					case !t.Devices[d.ID]:
+					case d.Holder == "":
+						free++
+					case movable[d.ID]:
+						held++
+					}
+				}
+				if free+held >= t.Count {
+					possible = true
+					lack = min(lack, max(t.Count-free, 0))
+				}
+			}
+		}
+		if !possible || len(cands) == 0 {
+			continue
+		}
+		out = append(out, nodeBound{bound: plan{gpus: lack, maxPriority: minPrio, tenants: 1, node: n}, cands: cands})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].bound.less(out[j].bound) })
+	return out
+}

@@ -1,0 +1,178 @@
+package waitreason
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/rota-dev/rota/pkg/advisor"
+	rotav1 "github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
+	"github.com/rota-dev/rota/pkg/gpupool"
+	"github.com/rota-dev/rota/pkg/reservation"
+)
+
+// adviceMaxChecks bounds each pod's move search (pkg/advisor); past it the
+// advice says it stopped early and offers the plans found so far.
+const adviceMaxChecks = advisor.DefaultMaxChecks
+
+// releaseHorizon is how far ahead DeploySchedule transitions count as
+// releases a waiting pod could wait for.
+const releaseHorizon = 7 * 24 * time.Hour
+
+// watchSchedules starts an informer on DeploySchedules (the scheduler's
+// role may list them) and the owner listers that map pods to workloads.
+// Without a kubeconfig (a unit test's handle) there are no releases.
+func (pl *WaitReason) watchSchedules(ctx context.Context, h fwk.Handle) error {
+	if h.KubeConfig() == nil {
+		return nil
+	}
+	dyn, err := dynamic.NewForConfig(h.KubeConfig())
+	if err != nil {
+		return fmt.Errorf("%s: dynamic client: %w", Name, err)
+	}
+	factory := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
+	pl.schedules = factory.ForResource(rotav1.DeploySchedulesResource).Lister()
+	shared := h.SharedInformerFactory()
+	pl.owners = &reservation.Owners{
+		ReplicaSets:  shared.Apps().V1().ReplicaSets().Lister(),
+		Deployments:  shared.Apps().V1().Deployments().Lister(),
+		StatefulSets: shared.Apps().V1().StatefulSets().Lister(),
+		Jobs:         shared.Batch().V1().Jobs().Lister(),
+		Pods:         shared.Core().V1().Pods().Lister(),
+	}
+	factory.Start(ctx.Done())
+	return nil
+}
+
+// releases are the coming DeploySchedule stops, from the evaluator.
+func (pl *WaitReason) releases(ctx context.Context, pods []*v1.Pod) []advisor.Release {
+	if pl.schedules == nil {
+		return nil
+	}
+	objs, err := pl.schedules.List(labels.Everything())
+	if err != nil {
+		return nil
+	}
+	var schedules []*rotav1.DeploySchedule
+	for _, o := range objs {
+		u, ok := o.(*unstructured.Unstructured)
+		if !ok {
+			continue
+		}
+		var ds rotav1.DeploySchedule
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &ds); err != nil {
+			continue
+		}
+		schedules = append(schedules, &ds)
+	}
+	out, skipped := advisor.ScheduleReleases(pl.adviceClock.Now(), releaseHorizon, schedules, pods, func(p *v1.Pod) string {
+		w, err := pl.owners.WorkloadOf(p)
+		if err != nil || w.Kind == "" {
+			return ""
+		}
+		return w.Kind + "/" + w.Name
+	})
+	if len(skipped) > 0 {
+		klog.FromContext(ctx).V(4).Info("DeploySchedules left out of the unblock advice", "skipped", skipped)
+	}
+	return out
+}
+
+// adviseLater queues the pod for the unblock advice. The advice is never
+// computed in a scheduling cycle: PostFilter only queues the pod, and one
+// worker computes the advice from the informers' current state, one pod at
+// a time, repeated attempts of a pod coalesced into one computation.
+func (pl *WaitReason) adviseLater(pod *v1.Pod) {
+	pl.advice.Add(types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name})
+}
+
+func newAdviceQueue() workqueue.TypedInterface[types.NamespacedName] {
+	return workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[types.NamespacedName]{Name: "rota_unblock_advice"})
+}
+
+// runAdvice computes advice until ctx ends.
+func (pl *WaitReason) runAdvice(ctx context.Context) {
+	go func() {
+		<-ctx.Done()
+		pl.advice.ShutDown()
+	}()
+	go func() {
+		for {
+			key, quit := pl.advice.Get()
+			if quit {
+				return
+			}
+			if err := pl.adviseOne(ctx, key); err != nil {
+				klog.FromContext(ctx).V(3).Info("Could not compute unblock advice", "pod", key, "err", err)
+			}
+			pl.advice.Done(key)
+		}
+	}()
+}
+
+// adviseOne computes one waiting pod's advice and hands it to the writer.
+func (pl *WaitReason) adviseOne(ctx context.Context, key types.NamespacedName) error {
+	pod, err := pl.pods.Pods(key.Namespace).Get(key.Name)
+	if err != nil || pod.Spec.NodeName != "" {
+		return nil //nolint:nilerr // gone or placed: nothing to advise
+	}
+	start := pl.clock.Now()
+	adv, err := pl.computeAdvice(ctx, pod)
+	if err != nil {
+		return err
+	}
+	summary, encoded := "", ""
+	if len(adv.Options) > 0 {
+		summary = string(adv.Options[0].Kind) + ": " + adv.Options[0].Summary
+		b, err := json.Marshal(adv)
+		if err != nil {
+			return fmt.Errorf("encode advice: %w", err)
+		}
+		encoded = string(b)
+	}
+	pl.writer.Advise(pod, summary, encoded)
+	klog.FromContext(ctx).V(4).Info("Unblock advice", "pod", klog.KObj(pod), "options", len(adv.Options), "checks", adv.Checks,
+		"truncated", adv.Truncated, "took", pl.clock.Since(start).Round(time.Microsecond))
+	return nil
+}
+
+// computeAdvice builds the advisor's snapshot from the scheduler's
+// informers and the shared DRA manager, and runs it for pod.
+func (pl *WaitReason) computeAdvice(ctx context.Context, pod *v1.Pod) (advisor.Advice, error) {
+	pool, err := gpupool.Snapshot(ctx, pl.dra, &pl.caches.Slices)
+	if err != nil {
+		return advisor.Advice{}, err
+	}
+	pods, err := pl.pods.List(labels.Everything())
+	if err != nil {
+		return advisor.Advice{}, fmt.Errorf("list pods: %w", err)
+	}
+	pdbs, err := pl.pdbs.List(labels.Everything())
+	if err != nil {
+		return advisor.Advice{}, fmt.Errorf("list PodDisruptionBudgets: %w", err)
+	}
+	snap, unit, err := advisor.Build(ctx, advisor.Objects{
+		Pool: pool, Classes: pl.dra.DeviceClasses(), CEL: pl.caches.CEL, Matches: pl.caches.Matches,
+		Pods: pods, PDBs: pdbs, Limits: pl.caches.Limits.Get(), Releases: pl.releases(ctx, pods),
+		Claim: func(ns, name string) (*resourceapi.ResourceClaim, error) {
+			return pl.dra.ResourceClaims().Get(ns, name)
+		},
+	}, pod)
+	if err != nil {
+		return advisor.Advice{}, err
+	}
+	return advisor.Advise(snap, unit, advisor.Options{MaxChecks: adviceMaxChecks}), nil
+}
