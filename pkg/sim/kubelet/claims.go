@@ -118,6 +118,9 @@ func (k *Kubelet) unprepare(ctx context.Context, st *podState) error {
 		}
 		if others == 0 {
 			req.Claims = append(req.Claims, &drapb.Claim{Namespace: pc.namespace, Name: pc.name, Uid: string(uid)})
+			// No longer prepared as far as the kubelet knows: the plugin
+			// may unprepare it and die before it answers.
+			pc.done = false
 		}
 	}
 	if len(req.Claims) > 0 {
