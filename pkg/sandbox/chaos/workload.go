@@ -27,7 +27,7 @@ const (
 	// boundaryGrace is how long after a window boundary both targets must
 	// have reached a terminal phase for it; the next boundary is a minute
 	// later.
-	boundaryGrace = 50 * time.Second
+	boundaryGrace  = 50 * time.Second
 	churnNamespace = "ml"
 	churnTemplate  = "h100-else-a100"
 	maxChurnPods   = 20
@@ -226,4 +226,3 @@ func (r *runner) recover(ctx context.Context, n *node, index int) {
 	}
 	r.stats.add(&r.stats.recoveries, 1)
 }
-
