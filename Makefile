@@ -84,10 +84,12 @@ demo: bin/rota-sandbox bin/kubectl ## Play the fallback and week-swap scenarios 
 CHAOS_SEED ?= 1
 CHAOS_KILLS ?= 50
 CHAOS_DIR ?= $(CURDIR)/bin/chaos
+# More rota-sandbox chaos flags, e.g. --min-gap 200ms --max-gap 1200ms.
+CHAOS_FLAGS ?=
 .PHONY: chaos
 chaos: build ## Kill real component processes at random (CHAOS_SEED, CHAOS_KILLS) and check the invariants.
 	bin/rota-sandbox chaos --seed $(CHAOS_SEED) --kills $(CHAOS_KILLS) --bin-dir $(CURDIR)/bin \
-		--dir $(CHAOS_DIR) --report $(CHAOS_DIR)/report.json
+		--dir $(CHAOS_DIR) --report $(CHAOS_DIR)/report.json $(CHAOS_FLAGS)
 
 bin/etcd: go.mod
 	$(GO) build -o $@ go.etcd.io/etcd/server/v3

@@ -188,11 +188,40 @@ func (r *runner) teardown(ctx context.Context) {
 		}
 		return true
 	})
+	r.collectGarbage(ctx)
 	err = r.c.Dynamic.Resource(rotav1.GPUReservationsResource).Namespace(reservationNamespace).Delete(ctx, "serving", metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		logger.Error(err, "Deleting the reservation")
 	}
-	r.waitFor(ctx, "nothing left", func() bool { return len(r.leftovers(ctx)) == 0 })
+	r.waitFor(ctx, "nothing left", func() bool {
+		r.collectGarbage(ctx)
+		return len(r.leftovers(ctx)) == 0
+	})
+}
+
+// collectGarbage deletes the claims generated for pods that are gone, as
+// kube-controller-manager's garbage collector does (the claims' owner is
+// their pod); no garbage collector runs in the sandbox.
+func (r *runner) collectGarbage(ctx context.Context) {
+	claims, err := r.claimsLive(ctx)
+	if err != nil {
+		return
+	}
+	for _, c := range claims {
+		for _, ref := range c.OwnerReferences {
+			if ref.Kind != "Pod" {
+				continue
+			}
+			_, err := r.c.Client.CoreV1().Pods(c.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+			if !apierrors.IsNotFound(err) {
+				continue
+			}
+			err = r.c.Client.ResourceV1().ResourceClaims(c.Namespace).Delete(ctx, c.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &c.UID}})
+			if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+				klog.FromContext(ctx).Error(err, "Deleting the claim of a removed pod", "claim", klog.KObj(&c))
+			}
+		}
+	}
 }
 
 func (r *runner) waitFor(ctx context.Context, what string, done func() bool) {
