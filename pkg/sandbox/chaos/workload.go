@@ -35,8 +35,8 @@ const (
 
 var scheduleTargets = []string{"a", "b"}
 
-// scheduleYAML swaps A and B every minute: A runs in the odd minutes... of
-// UTC, B in the even ones (the default).
+// scheduleYAML swaps A and B every minute: A runs in the even minutes of
+// UTC (the window), B in the odd ones (the default).
 const scheduleYAML = `apiVersion: rota.dev/v1alpha1
 kind: DeploySchedule
 metadata:
