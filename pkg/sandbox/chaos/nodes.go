@@ -141,15 +141,20 @@ func (n *node) cdiClaims() ([]string, error) {
 	return w.Claims()
 }
 
-// checkpointWriteInFlight tells whether a checkpoint write is under way (its
-// temporary file exists).
+// checkpointWriteInFlight tells whether a checkpoint write is under way: a
+// temporary file written in the last second. Older ones are left over by
+// drivers killed in mid-write (the driver does not remove them when it
+// starts), and are not counted.
 func (n *node) checkpointWriteInFlight() bool {
 	entries, err := os.ReadDir(n.dataDir())
 	if err != nil {
 		return false
 	}
 	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), checkpoint.FileName+".tmp-") {
+		if !strings.HasPrefix(e.Name(), checkpoint.FileName+".tmp-") {
+			continue
+		}
+		if info, err := e.Info(); err == nil && time.Since(info.ModTime()) < time.Second {
 			return true
 		}
 	}
