@@ -79,6 +79,20 @@ demo: bin/rota-sandbox bin/kubectl ## Play the fallback and week-swap scenarios 
 	@echo "Timelines: $(DEMO_DIR)/fallback.html $(DEMO_DIR)/week-swap.html"
 	@echo "Interactive: bin/rota-sandbox up --nodes dgx-h100:2,dgx-a100:1, then bin/kubectl with the printed KUBECONFIG."
 
+# The chaos run (docs/reliability.md, "Chaos"): the scheduler, the schedule
+# controller and one driver per node run as processes from bin/, a seeded
+# injector SIGKILLs them while a workload plays, and Rota's invariants are
+# checked all along. CHAOS_SEED replays a run; exit 1 on any violation.
+CHAOS_SEED ?= 1
+CHAOS_KILLS ?= 50
+CHAOS_DIR ?= $(CURDIR)/bin/chaos
+# More rota-sandbox chaos flags, e.g. --min-gap 200ms --max-gap 1200ms.
+CHAOS_FLAGS ?=
+.PHONY: chaos
+chaos: build ## Kill real component processes at random (CHAOS_SEED, CHAOS_KILLS) and check the invariants.
+	bin/rota-sandbox chaos --seed $(CHAOS_SEED) --kills $(CHAOS_KILLS) --bin-dir $(CURDIR)/bin \
+		--dir $(CHAOS_DIR) --report $(CHAOS_DIR)/report.json $(CHAOS_FLAGS)
+
 bin/etcd: go.mod
 	$(GO) build -o $@ go.etcd.io/etcd/server/v3
 

@@ -4,6 +4,7 @@
 //
 //	rota-sandbox up --nodes dgx-h100:2,dgx-a100:1   # serve until interrupted
 //	rota-sandbox run --scenario FILE [--report json] # play a scenario on a virtual clock
+//	rota-sandbox chaos --seed 7 --kills 1000          # kill real component processes, check invariants
 package main
 
 import (
@@ -31,6 +32,11 @@ Commands:
   run  --scenario FILE [--report text|json] [--timeline FILE.html] [--dir DIR]
        Play a scenario on a virtual clock and print its report; exit 1 if an
        expectation failed.
+  chaos --seed N --kills K [--nodes ...] [--report FILE] [--bin-dir DIR] [--dir DIR]
+       Run the scheduler, the schedule controller and one driver per node as
+       processes from the built binaries, SIGKILL them at seeded random
+       moments while a workload plays, check Rota's invariants all along;
+       exit 1 on any violation.
 Run 'rota-sandbox COMMAND -h' for the flags of a command.
 `
 
@@ -51,6 +57,8 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		err = up(ctx, args[1:], stdout, stderr)
 	case "run":
 		code, err = runScenario(ctx, args[1:], stdout, stderr)
+	case "chaos":
+		code, err = runChaos(ctx, args[1:], stdout, stderr)
 	default:
 		fmt.Fprintf(stderr, "rota-sandbox: unknown command %q\n\n%s", args[0], usage)
 		return 2

@@ -40,6 +40,8 @@ type Cluster struct {
 	// gauges (pkg/statemetrics). The scheduler's are in component-base's
 	// legacy registry, each node's driver's in its Plugin.Metrics.
 	Registry metrics.KubeRegistry
+	// SchedulerConfig is the path of the scheduler's configuration file.
+	SchedulerConfig string
 
 	opts Options
 	stop []func()
@@ -84,6 +86,7 @@ func Start(ctx context.Context, o Options) (_ *Cluster, err error) {
 	if err := writeSchedulerConfig(filepath.Join(manifests, "scheduler", "config.yaml"), cp.Kubeconfig, schedConfig, o.SchedulerPluginArgs); err != nil {
 		return nil, err
 	}
+	c.SchedulerConfig = schedConfig
 	if err := c.run(ctx, "ResourceClaim controller", func(ctx context.Context) (func(), error) {
 		return controlplane.StartClaimController(ctx, cp.Client)
 	}); err != nil {
@@ -92,14 +95,16 @@ func Start(ctx context.Context, o Options) (_ *Cluster, err error) {
 	if err := c.run(ctx, "workload controllers", c.startWorkloadControllers); err != nil {
 		return nil, err
 	}
-	if err := c.run(ctx, "scheduler", func(ctx context.Context) (stop func(), err error) {
-		stop, c.schedulerInFlight, err = controlplane.StartSchedulerWithAdviceClock(ctx, schedConfig, c.opts.Clock)
-		return stop, err
-	}); err != nil {
-		return nil, err
-	}
-	if err := c.run(ctx, "schedule and reservation controllers", c.startRotaControllers); err != nil {
-		return nil, err
+	if !o.ExternalComponents {
+		if err := c.run(ctx, "scheduler", func(ctx context.Context) (stop func(), err error) {
+			stop, c.schedulerInFlight, err = controlplane.StartSchedulerWithAdviceClock(ctx, schedConfig, c.opts.Clock)
+			return stop, err
+		}); err != nil {
+			return nil, err
+		}
+		if err := c.run(ctx, "schedule and reservation controllers", c.startRotaControllers); err != nil {
+			return nil, err
+		}
 	}
 	for _, spec := range o.Nodes {
 		n, err := c.startNode(ctx, spec)

@@ -94,6 +94,16 @@ func (c *Cluster) startNode(ctx context.Context, spec NodeSpec) (_ *Node, err er
 	return n, nil
 }
 
+// RegisterNode registers the Node object, Ready, as a kubelet would.
+func (c *Cluster) RegisterNode(ctx context.Context, name string) error {
+	return c.createNode(ctx, name)
+}
+
+// WaitForSlice waits until the node's plugin published its devices.
+func (c *Cluster) WaitForSlice(ctx context.Context, nodeName string) error {
+	return c.waitForSlice(ctx, nodeName)
+}
+
 // createNode registers the Node object, Ready, as a kubelet would.
 func (c *Cluster) createNode(ctx context.Context, name string) error {
 	node, err := c.Client.CoreV1().Nodes().Create(ctx, nodeObject(name), metav1.CreateOptions{})

@@ -48,6 +48,12 @@ type Options struct {
 	// rota-scheduler profile (plugin name → args object); each must have a
 	// pluginConfig entry there.
 	SchedulerPluginArgs map[string]any
+	// ExternalComponents leaves the scheduler, the Rota controllers and the
+	// nodes to the caller, which runs them as processes (the chaos run):
+	// Start runs the control plane, the claim and workload controllers and
+	// the watch, and writes the scheduler configuration (SchedulerConfig).
+	// Nodes must be empty.
+	ExternalComponents bool
 }
 
 func (o *Options) validate() error {
@@ -73,6 +79,9 @@ func (o *Options) validate() error {
 		if _, err := gpu.ParseProfile(n.Profile); err != nil {
 			errs = append(errs, fmt.Errorf("nodes[%d].profile: Invalid value: %q: %w", i, n.Profile, err))
 		}
+	}
+	if o.ExternalComponents && len(o.Nodes) > 0 {
+		errs = append(errs, errors.New("cluster: nodes: with ExternalComponents the caller starts the nodes"))
 	}
 	if o.PassPeriod <= 0 {
 		o.PassPeriod = 6 * time.Hour

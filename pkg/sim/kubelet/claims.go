@@ -13,8 +13,14 @@ import (
 
 // prepare calls NodePrepareResources for the pod's claims that the driver
 // allocated, as the kubelet does before it starts the containers.
+//
+// The claims are recorded as the pod's before the call, as the kubelet
+// records them in its claim-info checkpoint first: a plugin that prepared a
+// claim and died before it answered still holds it, and only a kubelet that
+// knows the claim unprepares it when the pod goes. Recording a claim only
+// after a successful answer left such a claim prepared on the node for good.
 func (k *Kubelet) prepare(ctx context.Context, pod *v1.Pod, st *podState) error {
-	if k.o.Preparer == nil || len(st.prepared) > 0 {
+	if k.o.Preparer == nil || st.prepareDone {
 		return nil
 	}
 	var req drapb.NodePrepareResourcesRequest
@@ -42,9 +48,25 @@ func (k *Kubelet) prepare(ctx context.Context, pod *v1.Pod, st *podState) error 
 		uids = append(uids, claim.UID)
 	}
 	if len(req.Claims) == 0 {
+		st.prepareDone = true
 		return nil
 	}
+	k.mu.Lock()
+	for i, uid := range uids {
+		pc := k.claims[uid]
+		if pc == nil {
+			pc = &preparedClaim{namespace: req.Claims[i].Namespace, name: req.Claims[i].Name, pods: map[types.UID]bool{}}
+			k.claims[uid] = pc
+		}
+		if !pc.pods[st.uid] {
+			pc.pods[st.uid] = true
+			st.prepared = append(st.prepared, uid)
+		}
+	}
+	k.beginCallLocked()
+	k.mu.Unlock()
 	resp, err := k.o.Preparer.NodePrepareResources(ctx, &req)
+	k.endCall()
 	if err != nil {
 		return fmt.Errorf("NodePrepareResources for pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
@@ -58,27 +80,20 @@ func (k *Kubelet) prepare(ctx context.Context, pod *v1.Pod, st *podState) error 
 			errs = append(errs, fmt.Errorf("claim %s/%s: %s", c.Namespace, c.Name, r.Error))
 		}
 	}
-	// Claims prepared by this call are recorded even when another failed,
-	// so that they are unprepared with the pod.
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	k.gen++
 	for i, uid := range uids {
-		if r := resp.Claims[req.Claims[i].Uid]; r == nil || r.Error != "" {
-			continue
-		}
-		pc := k.claims[uid]
-		if pc == nil {
-			pc = &preparedClaim{namespace: req.Claims[i].Namespace, name: req.Claims[i].Name, pods: map[types.UID]bool{}}
-			k.claims[uid] = pc
-		}
-		if !pc.pods[st.uid] {
-			pc.pods[st.uid] = true
-			st.prepared = append(st.prepared, uid)
+		if r := resp.Claims[req.Claims[i].Uid]; r != nil && r.Error == "" {
+			if pc := k.claims[uid]; pc != nil {
+				pc.done = true
+			}
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("NodePrepareResources for pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
+	st.prepareDone = true
 	return nil
 }
 
@@ -103,11 +118,18 @@ func (k *Kubelet) unprepare(ctx context.Context, st *podState) error {
 		}
 		if others == 0 {
 			req.Claims = append(req.Claims, &drapb.Claim{Namespace: pc.namespace, Name: pc.name, Uid: string(uid)})
+			// No longer prepared as far as the kubelet knows: the plugin
+			// may unprepare it and die before it answers.
+			pc.done = false
 		}
+	}
+	if len(req.Claims) > 0 {
+		k.beginCallLocked()
 	}
 	k.mu.Unlock()
 	if len(req.Claims) > 0 {
 		resp, err := k.o.Preparer.NodeUnprepareResources(ctx, &req)
+		k.endCall()
 		if err != nil {
 			return fmt.Errorf("NodeUnprepareResources: %w", err)
 		}
@@ -130,9 +152,47 @@ func (k *Kubelet) unprepare(ctx context.Context, st *podState) error {
 			}
 		}
 	}
+	k.gen++
 	k.mu.Unlock()
-	st.prepared = nil
+	st.prepared, st.prepareDone = nil, false
 	return nil
+}
+
+// ClaimRecord is a claim the kubelet asked its plugin to prepare for a pod
+// on the node and has not unprepared yet.
+type ClaimRecord struct {
+	UID             types.UID
+	Namespace, Name string
+	// Prepared: the plugin answered the prepare with success. A claim whose
+	// prepare failed or is in flight is recorded too (the kubelet unprepares
+	// it with its pod), with Prepared false.
+	Prepared bool
+}
+
+// Claims returns the claims the kubelet holds for its pods. Generation
+// changes whenever a plugin call starts or ends or the claims change, and
+// InFlight counts the plugin calls under way: two reads with the same
+// generation and no call in flight bracket a moment when the plugin's own
+// record of the node's claims must agree with these.
+func (k *Kubelet) Claims() (claims []ClaimRecord, generation uint64, inFlight int) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for uid, pc := range k.claims {
+		claims = append(claims, ClaimRecord{UID: uid, Namespace: pc.namespace, Name: pc.name, Prepared: pc.done})
+	}
+	return claims, k.gen, k.inFlight
+}
+
+func (k *Kubelet) beginCallLocked() {
+	k.gen++
+	k.inFlight++
+}
+
+func (k *Kubelet) endCall() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.gen++
+	k.inFlight--
 }
 
 // claimName is the name of the ResourceClaim behind one of the pod's claim

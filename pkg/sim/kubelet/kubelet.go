@@ -30,6 +30,10 @@ type Kubelet struct {
 	timers map[string]timer
 	// claims counts, per prepared claim, the pods on this node using it.
 	claims map[types.UID]*preparedClaim
+	// gen changes with every plugin call's start and end and every change
+	// of claims; inFlight counts the calls under way (Claims).
+	gen      uint64
+	inFlight int
 }
 
 // podState is what the kubelet remembers about one pod, in clock time.
@@ -38,8 +42,10 @@ type podState struct {
 	boundAt        time.Time
 	startedAt      time.Time
 	deletionSeenAt time.Time
-	// prepared are the claims this pod holds prepared.
-	prepared []types.UID
+	// prepared are the claims this pod holds, from the moment their
+	// prepare was asked for; prepareDone once every one was answered.
+	prepared    []types.UID
+	prepareDone bool
 	// retry is the current back-off after a failure, zero when none.
 	retry time.Duration
 	// prepareErr is the last prepare failure reported in an Event.
@@ -49,6 +55,8 @@ type podState struct {
 type preparedClaim struct {
 	namespace, name string
 	pods            map[types.UID]bool
+	// done: the plugin answered its prepare with success.
+	done bool
 }
 
 type timer struct {

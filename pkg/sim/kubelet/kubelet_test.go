@@ -2,6 +2,7 @@ package kubelet
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -31,6 +32,9 @@ type recordingPlugin struct {
 	prepared, unprepared []string
 	// fail, when set, is the error every claim's prepare answers.
 	fail string
+	// dieAfterPrepare: the plugin prepares the claims and then fails the
+	// call as a plugin killed before it answered does.
+	dieAfterPrepare bool
 }
 
 func (p *recordingPlugin) NodePrepareResources(_ context.Context, in *drapb.NodePrepareResourcesRequest, _ ...grpc.CallOption) (*drapb.NodePrepareResourcesResponse, error) {
@@ -44,6 +48,9 @@ func (p *recordingPlugin) NodePrepareResources(_ context.Context, in *drapb.Node
 		}
 		p.prepared = append(p.prepared, c.Namespace+"/"+c.Name)
 		resp.Claims[c.Uid] = &drapb.NodePrepareResourceResponse{}
+	}
+	if p.dieAfterPrepare {
+		return nil, errors.New("rpc error: code = Unavailable desc = error reading from server: EOF")
 	}
 	return resp, nil
 }
@@ -81,7 +88,10 @@ type harness struct {
 	// wraps it.
 	kubeletClock clock.WithTickerAndDelayedExecution
 	plugin       *recordingPlugin
+	kubelet      *Kubelet
 }
+
+func (h *harness) kubeletClaims() ([]ClaimRecord, uint64, int) { return h.kubelet.Claims() }
 
 func start(t *testing.T, o Options) *harness {
 	t.Helper()
@@ -110,6 +120,7 @@ func (h *harness) run(o Options) {
 	if err != nil {
 		h.t.Fatal(err)
 	}
+	h.kubelet = k
 	done := make(chan error)
 	go func() { done <- k.Run(h.ctx) }()
 	h.t.Cleanup(func() {
@@ -434,4 +445,32 @@ func TestWakeUpOnTimeWhenTheClockMovesPartWay(t *testing.T) {
 	if got := h.pod("train").Status.ContainerStatuses[0].State.Running.StartedAt.Time; !got.Equal(start.Add(5 * time.Second)) {
 		t.Errorf("train started at %v, want %v", got, start.Add(5*time.Second))
 	}
+}
+
+// TestClaimOfAPluginThatDiedMidPrepareIsUnprepared: the plugin prepares the
+// claim and dies before it answers. The pod is deleted before a retry
+// succeeds. The kubelet must still unprepare the claim, as the real kubelet
+// does with the claims it recorded before calling the plugin; otherwise the
+// node keeps the claim's CDI spec and checkpoint entry for good.
+func TestClaimOfAPluginThatDiedMidPrepareIsUnprepared(t *testing.T) {
+	h := newHarness(t)
+	h.plugin.dieAfterPrepare = true
+	h.run(Options{StartDelay: 5 * time.Second, ReadyDelay: 10 * time.Second, RetryDelay: time.Minute, MaxGracePeriod: -1})
+	if _, err := h.client.ResourceV1().ResourceClaims("ml").Create(h.ctx, allocatedClaim("train-gpu"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.client.CoreV1().Pods("ml").Create(h.ctx, boundPod("train", "node-a"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.step(5 * time.Second)
+	h.eventually("prepare called", func() bool { p, _ := h.plugin.calls(); return len(p) == 1 })
+	h.eventually("the kubelet records the claim", func() bool {
+		claims, _, inFlight := h.kubeletClaims()
+		return inFlight == 0 && len(claims) == 1 && !claims[0].Prepared
+	})
+	if err := h.client.CoreV1().Pods("ml").Delete(h.ctx, "train", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("claim unprepared", func() bool { _, u := h.plugin.calls(); return len(u) == 1 && u[0] == "ml/train-gpu" })
+	h.eventually("the kubelet forgets the claim", func() bool { claims, _, _ := h.kubeletClaims(); return len(claims) == 0 })
 }
