@@ -31,6 +31,10 @@ LDFLAGS := -X github.com/rota-dev/rota/pkg/version.version=$(VERSION) \
 	-X k8s.io/component-base/version.buildDate=$(BUILD_DATE)
 
 BINARIES := $(notdir $(wildcard cmd/*))
+# Built with CGO_ENABLED=0: static, so that their images need nothing but
+# the binary (make images), and kubectl-rota runs on any Linux. The driver
+# and the sandbox link go-nvml, which needs cgo.
+STATIC_BINARIES := scheduler schedule-controller kubectl-rota
 # Tests that start a control plane share the machine's two cores badly.
 TEST_PARALLEL ?= 2
 TEST_TIMEOUT ?= 25m
@@ -39,7 +43,7 @@ TEST_TIMEOUT ?= 25m
 build: $(addprefix bin/,$(BINARIES)) ## Build every binary under cmd/ into bin/.
 
 $(addprefix bin/,$(BINARIES)): bin/%: FORCE
-	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $@ ./cmd/$*
+	$(if $(filter $*,$(STATIC_BINARIES)),CGO_ENABLED=0 )$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $@ ./cmd/$*
 
 .PHONY: FORCE
 FORCE:
@@ -58,6 +62,32 @@ test-race: ## Unit tests under the race detector (.ci/run runs it).
 .PHONY: test-unit
 test-unit: ## Tests that need no control plane.
 	$(GO) test $$($(GO) list ./... | grep -v /test/integration)
+
+# Container images (hack/release, go-containerregistry; no Docker): one per
+# binary that runs in the cluster, tagged $(VERSION), written to
+# bin/images/<name>/ (OCI layout) and bin/images/<name>.tar (docker-archive).
+# hack/release's TestImages (in make test) builds, loads and runs them.
+IMAGE_REGISTRY ?= ghcr.io/rota-dev
+IMAGES_DIR ?= $(CURDIR)/bin/images
+# The SPDX licence expression of the image label; the repository has no
+# LICENSE file yet.
+IMAGE_LICENSES ?= NOASSERTION
+.PHONY: images
+images: bin/scheduler bin/schedule-controller bin/dra-kubelet-plugin ## One OCI image per cluster binary in bin/images (VERSION, IMAGE_REGISTRY).
+	$(GO) run ./hack/release images --bin-dir bin --out $(IMAGES_DIR) --registry $(IMAGE_REGISTRY) \
+		--version $(VERSION) --revision $(GIT_COMMIT) --created $(BUILD_DATE) --licenses '$(IMAGE_LICENSES)'
+
+.PHONY: push
+push: ## Push the images of `make images` to REGISTRY: make images push REGISTRY=registry.example.com/rota
+	@test -n "$(REGISTRY)" || { echo "set REGISTRY, e.g. make push REGISTRY=registry.example.com/rota" >&2; exit 1; }
+	$(GO) run ./hack/release push --dir $(IMAGES_DIR) --registry $(REGISTRY)
+
+# The kustomize install (manifests/) as one file for one version:
+# bin/release/rota.yaml with every image at $(REGISTRY)/<name>:$(VERSION).
+.PHONY: release-manifests
+release-manifests: ## Render bin/release/rota.yaml: make release-manifests VERSION=v0.1.0 [REGISTRY=...]
+	$(GO) run ./hack/release manifests --manifests manifests --version $(VERSION) \
+		--registry $(or $(REGISTRY),$(IMAGE_REGISTRY)) --out bin/release/rota.yaml
 
 # kubectl for the sandbox, built from the Kubernetes module Rota already
 # depends on (nothing is downloaded).
