@@ -26,7 +26,7 @@ const (
 
 func (c checker) resourceAPI() Result {
 	return c.served("DRA API", resourceapi.SchemeGroupVersion.String(),
-		[]string{"deviceclasses", "resourceclaims", "resourceclaimtemplates", "resourceslices"},
+		[]string{"deviceclasses", "resourceclaims", "resourceclaimtemplates", "resourceslices", "devicetaintrules"},
 		"Rota needs Kubernetes 1.37 with resource.k8s.io/v1 served: upgrade the control plane, and check that kube-apiserver's --runtime-config does not turn resource.k8s.io/v1 off")
 }
 
