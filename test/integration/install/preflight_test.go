@@ -78,6 +78,7 @@ func TestPreflightBeforeAndAfterInstall(t *testing.T) {
 	if err := preflight.Print(&out, before); err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("before the install:\n%s", out.String())
 	for _, want := range []string{"FAIL    Rota CRDs: rota.dev/v1alpha1 is not served", "-> install Rota (docs/install.md)", "OK      DRA API: resource.k8s.io/v1 serves"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("before the install, the output lacks %q:\n%s", want, out.String())
@@ -156,6 +157,7 @@ func TestPreflightBeforeAndAfterInstall(t *testing.T) {
 	cp.EnsureNamespace(t, "team-a")
 	claim := framework.DeviceClaim("team-a", "train", 1)
 	pod := framework.ClaimPod("team-a", "train", "rota-scheduler", "train")
+	pod.Spec.NodeName = "gpu-1"
 	cp.Create(t, claim, pod)
 	pod, err = cp.Client.CoreV1().Pods("team-a").Get(ctx, "train", metav1.GetOptions{})
 	if err != nil {
@@ -177,7 +179,6 @@ func TestPreflightBeforeAndAfterInstall(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p.Spec.NodeName = "gpu-1"
 		p.Status.ContainerStatuses = []v1.ContainerStatus{{Name: p.Spec.Containers[0].Name, Image: p.Spec.Containers[0].Image, State: state}}
 		if _, err := cp.Client.CoreV1().Pods("team-a").UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
@@ -200,6 +201,12 @@ func TestPreflightBeforeAndAfterInstall(t *testing.T) {
 			t.Errorf("after the install: %s is %s\n%s", r.Name, r.Status, out.String())
 			break
 		}
+	}
+	out.Reset()
+	_ = preflight.Print(&out, after)
+	t.Logf("after the install:\n%s", out.String())
+	if r := result(after, "CDI in the container runtime"); !strings.Contains(r.Detail, "pod team-a/train runs on node gpu-1") {
+		t.Errorf("CDI check says %q, want the pod that ran and its node", r.Detail)
 	}
 	if preflight.Failed(after) {
 		t.Error("after the install: Failed() = true")
