@@ -17,9 +17,17 @@ GOLANGCI_LINT_VERSION := v2.15.0
 GOTESTSUM_VERSION := v1.13.0
 K8S_VERSION := $(shell $(GO) list -m -f '{{.Version}}' k8s.io/kubernetes 2>/dev/null)
 
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo unknown)
-GIT_COMMIT ?= $(shell git rev-parse --verify -q HEAD 2>/dev/null || echo unknown)
-BUILD_DATE ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+# Evaluated once (not at every use), so every binary and image of one make
+# run carries the same version and build time.
+ifndef VERSION
+VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo unknown)
+endif
+ifndef GIT_COMMIT
+GIT_COMMIT := $(shell git rev-parse --verify -q HEAD 2>/dev/null || echo unknown)
+endif
+ifndef BUILD_DATE
+BUILD_DATE := $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+endif
 # kube-scheduler's --version prints component-base's version: say which
 # Kubernetes release it is built on and which Rota build it is.
 LDFLAGS := -X github.com/rota-dev/rota/pkg/version.version=$(VERSION) \
@@ -31,10 +39,11 @@ LDFLAGS := -X github.com/rota-dev/rota/pkg/version.version=$(VERSION) \
 	-X k8s.io/component-base/version.buildDate=$(BUILD_DATE)
 
 BINARIES := $(notdir $(wildcard cmd/*))
-# Built with CGO_ENABLED=0: static, so that their images need nothing but
-# the binary (make images), and kubectl-rota runs on any Linux. The driver
-# and the sandbox link go-nvml, which needs cgo.
-STATIC_BINARIES := scheduler schedule-controller kubectl-rota
+# Built with CGO_ENABLED=0: static, so that the scheduler's image needs
+# nothing but the binary (make images), and kubectl-rota runs on any Linux.
+# The driver, the sandbox and the schedule controller (its `forecast` builds
+# node profiles on go-nvml's mocks) link go-nvml, which needs cgo.
+STATIC_BINARIES := scheduler kubectl-rota
 # Tests that start a control plane share the machine's two cores badly.
 TEST_PARALLEL ?= 2
 TEST_TIMEOUT ?= 25m

@@ -48,16 +48,19 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 }
 
-// specs are the images: the scheduler and the schedule controller static
-// and unprivileged; the DRA driver on the C library (go-nvml loads NVML
-// with dlopen) and as root (it writes the kubelet's plugin directories and
-// the CDI directory on the host, and nvidia-smi changes time slices).
+// specs are the images. The scheduler is static and unprivileged. The
+// schedule controller is unprivileged but linked against the C library:
+// its `forecast` builds node profiles on go-nvml's mocks, and go-nvml needs
+// cgo. The DRA driver is linked against the C library too (go-nvml loads
+// NVML with dlopen) and runs as root: it writes the kubelet's plugin
+// directories and the CDI directory on the host, and nvidia-smi changes
+// time slices.
 func specs(binDir string) []oci.Spec {
 	return []oci.Spec{
 		{Name: "scheduler", Binary: filepath.Join(binDir, "scheduler"),
 			Description: "kube-scheduler with Rota's plugins"},
 		{Name: "schedule-controller", Binary: filepath.Join(binDir, "schedule-controller"),
-			Description: "Rota's DeploySchedule and GPUReservation controllers"},
+			Description: "Rota's DeploySchedule and GPUReservation controllers", Glibc: true},
 		{Name: "dra-kubelet-plugin", Binary: filepath.Join(binDir, "dra-kubelet-plugin"),
 			Description: "Rota's DRA kubelet plugin gpu.rota.dev on NVML", Root: true, Glibc: true,
 			// nvidia-smi, which the NVIDIA container toolkit mounts in,
@@ -68,7 +71,7 @@ func specs(binDir string) []oci.Spec {
 
 func runImages(args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("images", flag.ContinueOnError)
-	binDir := fs.String("bin-dir", "bin", "directory holding the binaries (scheduler and schedule-controller static, dra-kubelet-plugin with cgo)")
+	binDir := fs.String("bin-dir", "bin", "directory holding the binaries (scheduler static, schedule-controller and dra-kubelet-plugin with cgo)")
 	outDir := fs.String("out", "bin/images", "where to write <name>/ (OCI layout) and <name>.tar (docker-archive)")
 	registry := fs.String("registry", manifests.DefaultRegistry, "registry and path the images are named under")
 	version := fs.String("version", "", "the release version: the tag, and label org.opencontainers.image.version")

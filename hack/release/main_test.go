@@ -24,7 +24,7 @@ import (
 
 // binaries returns the directory of the binaries `make build` wrote
 // (ROTA_BIN_DIR), or builds them for this test as the Makefile does: the
-// scheduler and the schedule controller static, the driver with cgo.
+// scheduler static, the schedule controller and the driver with cgo.
 func binaries(t *testing.T) string {
 	t.Helper()
 	if dir := os.Getenv("ROTA_BIN_DIR"); dir != "" {
@@ -34,7 +34,7 @@ func binaries(t *testing.T) string {
 	for _, b := range []struct {
 		name string
 		cgo  string
-	}{{"scheduler", "0"}, {"schedule-controller", "0"}, {"dra-kubelet-plugin", "1"}} {
+	}{{"scheduler", "0"}, {"schedule-controller", "1"}, {"dra-kubelet-plugin", "1"}} {
 		cmd := exec.Command("go", "build", "-trimpath", "-o", filepath.Join(dir, b.name), "./cmd/"+b.name)
 		cmd.Dir = "../.."
 		cmd.Env = append(os.Environ(), "CGO_ENABLED="+b.cgo)
@@ -211,6 +211,9 @@ func TestImages(t *testing.T) {
 			if s.Glibc {
 				// The check above is only worth something if the image's
 				// own C library is what ran: without it the binary fails.
+				if _, err := os.Stat(filepath.Join(root, "etc/ld.so.conf.d")); err != nil {
+					t.Errorf("no /etc/ld.so.conf.d for the NVIDIA container toolkit: %v", err)
+				}
 				var libc []string
 				for _, pattern := range []string{"lib/*/libc.so.6", "usr/lib/*/libc.so.6", "lib64/libc.so.6", "usr/lib64/libc.so.6"} {
 					m, _ := filepath.Glob(filepath.Join(root, pattern))
@@ -225,7 +228,7 @@ func TestImages(t *testing.T) {
 					}
 				}
 				if got, err := runIn(t, root, c.User, append(c.Entrypoint, chk.args...)...); err == nil {
-					t.Errorf("the driver ran without libc.so.6 in its image:\n%s", got)
+					t.Errorf("%s ran without libc.so.6 in its image:\n%s", s.Name, got)
 				}
 			}
 		})
