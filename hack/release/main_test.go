@@ -6,6 +6,8 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,8 +17,10 @@ import (
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
 	"github.com/rota-dev/rota/hack/release/oci"
@@ -128,10 +132,10 @@ func TestImages(t *testing.T) {
 	}
 	bin := binaries(t)
 	out := t.TempDir()
-	const version, registry = "v1.2.3-test.4", "registry.example.com/team/rota"
-	var log bytes.Buffer
+	const version, repo = "v1.2.3-test.4", "registry.example.com/team/rota"
+	var printed bytes.Buffer
 	err := run(context.Background(), []string{"images", "--bin-dir", bin, "--out", out, "--version", version,
-		"--registry", registry, "--revision", "0123abcd", "--created", "2026-01-02T03:04:05Z"}, &log)
+		"--registry", repo, "--revision", "0123abcd", "--created", "2026-01-02T03:04:05Z"}, &printed)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,9 +148,41 @@ func TestImages(t *testing.T) {
 		"dra-kubelet-plugin": {[]string{"discover", "--mock-profile", "dgx-h100", "--node-name", "node-a"},
 			[]string{"kind: ResourceSlice", "name: gpu-7", "nodeName: node-a"}},
 	}
+	t.Run("push", func(t *testing.T) {
+		// `make push` against a registry served in-process.
+		srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+		defer srv.Close()
+		host := strings.TrimPrefix(srv.URL, "http://")
+		var pushed bytes.Buffer
+		if err := run(context.Background(), []string{"push", "--dir", out, "--registry", host + "/mirror/rota"}, &pushed); err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range specs(bin) {
+			ref, err := name.NewTag(host+"/mirror/rota/"+s.Name+":"+version, name.Insecure)
+			if err != nil {
+				t.Fatal(err)
+			}
+			img, err := remote.Image(ref)
+			if err != nil {
+				t.Fatalf("pulling %s back: %v", ref, err)
+			}
+			built, _, err := oci.ReadLayout(filepath.Join(out, s.Name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _ := img.Digest()
+			want, _ := built.Digest()
+			if got != want {
+				t.Errorf("%s: the registry holds %s, make images built %s", ref, got, want)
+			}
+			if !strings.Contains(pushed.String(), "pushed "+ref.String()+"@"+want.String()) {
+				t.Errorf("push printed %q, not %s@%s", pushed.String(), ref, want)
+			}
+		}
+	})
 	for _, s := range specs(bin) {
 		t.Run(s.Name, func(t *testing.T) {
-			tag, err := name.NewTag(registry + "/" + s.Name + ":" + version)
+			tag, err := name.NewTag(repo + "/" + s.Name + ":" + version)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -158,13 +194,17 @@ func TestImages(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			d1, _ := img.Digest()
-			d2, _ := fromLayout.Digest()
-			if layoutTag.String() != tag.String() || d1 != d2 {
-				t.Errorf("OCI layout holds %s@%s, tarball %s@%s", layoutTag, d2, tag, d1)
+			// The docker-archive keeps the config and the layers, not the
+			// OCI manifest, so the two agree on the image ID (the config's
+			// digest); the printed digest is the manifest's, as pushed.
+			id1, _ := img.ConfigName()
+			id2, _ := fromLayout.ConfigName()
+			if layoutTag.String() != tag.String() || id1 != id2 {
+				t.Errorf("OCI layout holds %s with image ID %s, tarball %s with %s", layoutTag, id2, tag, id1)
 			}
-			if !strings.Contains(log.String(), tag.String()+"@"+d1.String()) {
-				t.Errorf("the command printed %q, not %s@%s", log.String(), tag, d1)
+			d, _ := fromLayout.Digest()
+			if !strings.Contains(printed.String(), tag.String()+"@"+d.String()) {
+				t.Errorf("the command printed %q, not %s@%s", printed.String(), tag, d)
 			}
 			cf, err := img.ConfigFile()
 			if err != nil {
@@ -203,6 +243,7 @@ func TestImages(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%v in the image: %v\n%s", append(c.Entrypoint, chk.args...), err, got)
 			}
+			t.Logf("%v in the image printed:\n%s", append(c.Entrypoint, chk.args...), firstLines(got, 6))
 			for _, w := range chk.want {
 				if !strings.Contains(got, w) {
 					t.Errorf("%v printed\n%s\nwant %q", append(c.Entrypoint, chk.args...), got, w)
@@ -233,4 +274,12 @@ func TestImages(t *testing.T) {
 			}
 		})
 	}
+}
+
+func firstLines(s string, n int) string {
+	lines := strings.SplitN(s, "\n", n+1)
+	if len(lines) > n {
+		lines = lines[:n]
+	}
+	return strings.Join(lines, "\n")
 }
