@@ -157,8 +157,13 @@ func TestPreflightBeforeAndAfterInstall(t *testing.T) {
 	cp.EnsureNamespace(t, "team-a")
 	claim := framework.DeviceClaim("team-a", "train", 1)
 	pod := framework.ClaimPod("team-a", "train", "rota-scheduler", "train")
-	pod.Spec.NodeName = "gpu-1"
 	cp.Create(t, claim, pod)
+	// Bound as rota-scheduler would bind it (the admission policies refuse
+	// a GPU pod created with spec.nodeName).
+	if err := cp.Client.CoreV1().Pods("team-a").Bind(ctx, &v1.Binding{ObjectMeta: metav1.ObjectMeta{Name: "train"},
+		Target: v1.ObjectReference{Kind: "Node", Name: "gpu-1"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	pod, err = cp.Client.CoreV1().Pods("team-a").Get(ctx, "train", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
