@@ -53,7 +53,7 @@ func binaries(t *testing.T) string {
 func extract(t *testing.T, img v1.Image, dir string) {
 	t.Helper()
 	rc := mutate.Extract(img)
-	defer rc.Close()
+	defer func() { _ = rc.Close() }()
 	tr := tar.NewReader(rc)
 	for {
 		h, err := tr.Next()

@@ -161,7 +161,7 @@ func checkLinkage(s Spec) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", s.Binary, err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	dynamic := false
 	for _, p := range f.Progs {
 		dynamic = dynamic || p.Type == elf.PT_INTERP
