@@ -49,11 +49,17 @@ func DefaultOptions() Options {
 	return Options{Namespace: "rota-system", GPUNodeSelector: "nvidia.com/gpu.present=true"}
 }
 
-// Run runs every check in order. A check that cannot reach the API server
-// fails with the error; the others still run.
+// Run runs every check in order. When the API server cannot be reached it
+// returns that one failure; otherwise a check that cannot read what it needs
+// fails with the error and the others still run.
 func Run(ctx context.Context, client kubernetes.Interface, o Options) []Result {
 	c := checker{client: client, o: o}
+	v, ok := c.serverVersion()
+	if !ok {
+		return []Result{v}
+	}
 	return []Result{
+		v,
 		c.resourceAPI(),
 		c.admissionAPI(),
 		c.draUsable(ctx),
