@@ -63,10 +63,12 @@ test: build $(TOOLS)/gotestsum ## Unit and integration tests.
 		-p $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) ./...
 
 # The packages that need no control plane, under the race detector. The
-# integration packages are not in it yet (docs/reliability.md, "Race detector").
+# integration packages are not in it yet (docs/reliability.md, "Race detector");
+# nor is hack/release, whose TestImages (run by make test) gzips three images
+# and has no concurrency of its own.
 .PHONY: test-race
 test-race: ## Unit tests under the race detector (.ci/run runs it).
-	$(GO) test -race -p $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -v /test/integration)
+	$(GO) test -race -p $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -v -e /test/integration -e '/hack/release$$')
 
 .PHONY: test-unit
 test-unit: ## Tests that need no control plane.
