@@ -62,7 +62,7 @@ func specs(binDir string) []oci.Spec {
 		{Name: "schedule-controller", Binary: filepath.Join(binDir, "schedule-controller"),
 			Description: "Rota's DeploySchedule and GPUReservation controllers", Glibc: true},
 		{Name: "dra-kubelet-plugin", Binary: filepath.Join(binDir, "dra-kubelet-plugin"),
-			Description: "Rota's DRA kubelet plugin gpu.rota.dev on NVML", Root: true, Glibc: true,
+			Description: "Rota's DRA kubelet plugin on NVML", Root: true, Glibc: true,
 			// nvidia-smi, which the NVIDIA container toolkit mounts in,
 			// links these besides libc.
 			GlibcExtra: []string{"libm.so.6", "libdl.so.2", "libpthread.so.0", "librt.so.1"}},
