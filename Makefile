@@ -19,9 +19,17 @@ K8S_VERSION := $(shell $(GO) list -m -f '{{.Version}}' k8s.io/kubernetes 2>/dev/
 # The helm CLI is the release of the Helm library the chart tests render with.
 HELM_VERSION := $(shell $(GO) list -m -f '{{.Version}}' helm.sh/helm/v4 2>/dev/null)
 
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo unknown)
-GIT_COMMIT ?= $(shell git rev-parse --verify -q HEAD 2>/dev/null || echo unknown)
-BUILD_DATE ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+# Evaluated once (not at every use), so every binary and image of one make
+# run carries the same version and build time.
+ifndef VERSION
+VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo unknown)
+endif
+ifndef GIT_COMMIT
+GIT_COMMIT := $(shell git rev-parse --verify -q HEAD 2>/dev/null || echo unknown)
+endif
+ifndef BUILD_DATE
+BUILD_DATE := $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+endif
 # kube-scheduler's --version prints component-base's version: say which
 # Kubernetes release it is built on and which Rota build it is.
 LDFLAGS := -X github.com/rota-dev/rota/pkg/version.version=$(VERSION) \
@@ -33,6 +41,11 @@ LDFLAGS := -X github.com/rota-dev/rota/pkg/version.version=$(VERSION) \
 	-X k8s.io/component-base/version.buildDate=$(BUILD_DATE)
 
 BINARIES := $(notdir $(wildcard cmd/*))
+# Built with CGO_ENABLED=0: static, so that the scheduler's image needs
+# nothing but the binary (make images), and kubectl-rota runs on any Linux.
+# The driver, the sandbox and the schedule controller (its `forecast` builds
+# node profiles on go-nvml's mocks) link go-nvml, which needs cgo.
+STATIC_BINARIES := scheduler kubectl-rota
 # Tests that start a control plane share the machine's two cores badly.
 TEST_PARALLEL ?= 2
 TEST_TIMEOUT ?= 25m
@@ -41,7 +54,7 @@ TEST_TIMEOUT ?= 25m
 build: $(addprefix bin/,$(BINARIES)) ## Build every binary under cmd/ into bin/.
 
 $(addprefix bin/,$(BINARIES)): bin/%: FORCE
-	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $@ ./cmd/$*
+	$(if $(filter $*,$(STATIC_BINARIES)),CGO_ENABLED=0 )$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $@ ./cmd/$*
 
 .PHONY: FORCE
 FORCE:
@@ -52,14 +65,42 @@ test: build $(TOOLS)/gotestsum ## Unit and integration tests.
 		-p $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) ./...
 
 # The packages that need no control plane, under the race detector. The
-# integration packages are not in it yet (docs/reliability.md, "Race detector").
+# integration packages are not in it yet (docs/reliability.md, "Race detector");
+# nor is hack/release, whose TestImages (run by make test) gzips three images
+# and has no concurrency of its own.
 .PHONY: test-race
 test-race: ## Unit tests under the race detector (.ci/run runs it).
-	$(GO) test -race -p $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -v /test/integration)
+	$(GO) test -race -p $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -v -e /test/integration -e '/hack/release$$')
 
 .PHONY: test-unit
 test-unit: ## Tests that need no control plane.
 	$(GO) test $$($(GO) list ./... | grep -v /test/integration)
+
+# Container images (hack/release, go-containerregistry; no Docker): one per
+# binary that runs in the cluster, tagged $(VERSION), written to
+# bin/images/<name>/ (OCI layout) and bin/images/<name>.tar (docker-archive).
+# hack/release's TestImages (in make test) builds, loads and runs them.
+IMAGE_REGISTRY ?= ghcr.io/rota-dev
+IMAGES_DIR ?= $(CURDIR)/bin/images
+# The SPDX licence expression of the image label; the repository has no
+# LICENSE file yet.
+IMAGE_LICENSES ?= NOASSERTION
+.PHONY: images
+images: bin/scheduler bin/schedule-controller bin/dra-kubelet-plugin ## One OCI image per cluster binary in bin/images (VERSION, IMAGE_REGISTRY).
+	$(GO) run ./hack/release images --bin-dir bin --out $(IMAGES_DIR) --registry $(IMAGE_REGISTRY) \
+		--version $(VERSION) --revision $(GIT_COMMIT) --created $(BUILD_DATE) --licenses '$(IMAGE_LICENSES)'
+
+.PHONY: push
+push: ## Push the images of `make images` to REGISTRY: make images push REGISTRY=registry.example.com/rota
+	@test -n "$(REGISTRY)" || { echo "set REGISTRY, e.g. make push REGISTRY=registry.example.com/rota" >&2; exit 1; }
+	$(GO) run ./hack/release push --dir $(IMAGES_DIR) --registry $(REGISTRY)
+
+# The kustomize install (manifests/) as one file for one version:
+# bin/release/rota.yaml with every image at $(REGISTRY)/<name>:$(VERSION).
+.PHONY: release-manifests
+release-manifests: ## Render bin/release/rota.yaml: make release-manifests VERSION=v0.1.0 [REGISTRY=...]
+	$(GO) run ./hack/release manifests --manifests manifests --version $(VERSION) \
+		--registry $(or $(REGISTRY),$(IMAGE_REGISTRY)) --out bin/release/rota.yaml
 
 # kubectl for the sandbox, built from the Kubernetes module Rota already
 # depends on (nothing is downloaded).
