@@ -19,8 +19,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
@@ -34,7 +32,6 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	rotav1 "github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
 	"github.com/rota-dev/rota/pkg/reservation"
 )
 
@@ -45,7 +42,6 @@ type Controller struct {
 	clock   clock.PassiveClock
 
 	reservations cache.GenericLister
-	slices       resourcelisters.ResourceSliceLister
 	claims       resourcelisters.ResourceClaimLister
 	rules        resourcelisters.DeviceTaintRuleLister
 	classes      resourcelisters.DeviceClassLister
@@ -53,6 +49,9 @@ type Controller struct {
 	nodes        corelisters.NodeLister
 	owners       *reservation.Owners
 	synced       []cache.InformerSynced
+
+	// The informers' indexers, for the controller's indexes (indexes.go).
+	reservationIndex, sliceIndex, claimIndex, ruleIndex cache.Indexer
 
 	queue      workqueue.TypedRateLimitingInterface[string]
 	recorder   record.EventRecorder
@@ -115,8 +114,13 @@ func New(opts Options) (*Controller, error) {
 // watch sets up the listers and the event handlers that enqueue the
 // reservations an object change concerns.
 func (c *Controller) watch(inf Informers) error {
+	if err := addIndexes(inf); err != nil {
+		return err
+	}
+	c.reservationIndex, c.sliceIndex = inf.Reservations.Informer().GetIndexer(), inf.Slices.Informer().GetIndexer()
+	c.claimIndex, c.ruleIndex = inf.Claims.Informer().GetIndexer(), inf.Rules.Informer().GetIndexer()
 	c.reservations = inf.Reservations.Lister()
-	c.slices, c.claims, c.rules = inf.Slices.Lister(), inf.Claims.Lister(), inf.Rules.Lister()
+	c.claims, c.rules = inf.Claims.Lister(), inf.Rules.Lister()
 	c.pods, c.nodes = inf.Pods.Lister(), inf.Nodes.Lister()
 	c.owners = &reservation.Owners{
 		ReplicaSets: inf.ReplicaSets.Lister(), Deployments: inf.Deployments.Lister(),
@@ -211,34 +215,11 @@ func (c *Controller) enqueueReservation(obj any) {
 	c.queue.Add(key)
 }
 
-// enqueueWhere enqueues every reservation for which match is true.
-func (c *Controller) enqueueWhere(namespace string, match func(*rotav1.GPUReservation) bool) {
-	var objs []runtime.Object
-	var err error
-	if namespace == "" {
-		objs, err = c.reservations.List(labels.Everything())
-	} else {
-		objs, err = c.reservations.ByNamespace(namespace).List(labels.Everything())
-	}
-	if err != nil {
-		utilruntime.HandleError(err)
-		return
-	}
-	for _, o := range objs {
-		res, err := reservation.FromObject(o)
-		if err != nil {
-			utilruntime.HandleError(err)
-			continue
-		}
-		if match(res) {
-			c.queue.Add(res.Namespace + "/" + res.Name)
-		}
-	}
-}
-
+// enqueueNamespaceOf enqueues every reservation in the object's namespace:
+// its pods and claims are the members the status counts.
 func (c *Controller) enqueueNamespaceOf(obj any) {
 	if m, ok := obj.(interface{ GetNamespace() string }); ok {
-		c.enqueueWhere(m.GetNamespace(), func(*rotav1.GPUReservation) bool { return true })
+		c.enqueueByIndex(cache.NamespaceIndex, m.GetNamespace())
 	}
 }
 
@@ -247,8 +228,7 @@ func (c *Controller) enqueueForSlice(obj any) {
 	if !ok || s.Spec.NodeName == nil {
 		return
 	}
-	node := *s.Spec.NodeName
-	c.enqueueWhere("", func(r *rotav1.GPUReservation) bool { return r.Spec.NodeName == node })
+	c.enqueueByIndex(indexReservationByNode, *s.Spec.NodeName)
 }
 
 func (c *Controller) enqueueForNode(obj any) {
@@ -256,14 +236,35 @@ func (c *Controller) enqueueForNode(obj any) {
 	if !ok {
 		return
 	}
-	c.enqueueWhere("", func(r *rotav1.GPUReservation) bool { return r.Spec.NodeName == n.Name })
+	c.enqueueByIndex(indexReservationByNode, n.Name)
 }
 
-// enqueueForRule wakes the reservation owning a rule and every reservation
-// that may have waited for the rule's device.
+// enqueueForRule wakes the reservation owning a rule and the reservations
+// of the node whose pool the rule's device is in (they may have waited for
+// that device, or hold it).
 func (c *Controller) enqueueForRule(obj any) {
-	if _, ok := obj.(*resourceapi.DeviceTaintRule); !ok {
+	r, ok := obj.(*resourceapi.DeviceTaintRule)
+	if !ok {
 		return
 	}
-	c.enqueueWhere("", func(r *rotav1.GPUReservation) bool { return true })
+	owners, _ := ruleReservation(r)
+	for _, key := range owners {
+		c.queue.Add(key)
+	}
+	sel := r.Spec.DeviceSelector
+	if sel == nil || sel.Pool == nil {
+		return
+	}
+	slices, err := byIndex[*resourceapi.ResourceSlice](c.sliceIndex, indexSliceByPool, *sel.Pool)
+	if err != nil {
+		utilruntime.HandleError(err)
+		return
+	}
+	nodes := map[string]bool{}
+	for _, s := range slices {
+		if s.Spec.NodeName != nil && !nodes[*s.Spec.NodeName] {
+			nodes[*s.Spec.NodeName] = true
+			c.enqueueByIndex(indexReservationByNode, *s.Spec.NodeName)
+		}
+	}
 }

@@ -10,7 +10,6 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
@@ -164,15 +163,9 @@ func (c *Controller) choose(res *rotav1.GPUReservation) ([]GPU, *SelectionError)
 			return nil, &SelectionError{ReasonNodeNotFound, fmt.Sprintf("spec.nodeName: node %s does not exist", res.Spec.NodeName)}
 		}
 	}
-	sliceList, err := c.slices.List(labels.Everything())
-	if err != nil {
-		return nil, &SelectionError{ReasonNoGPUs, err.Error()}
-	}
-	claims, err := c.claims.List(labels.Everything())
-	if err != nil {
-		return nil, &SelectionError{ReasonNoGPUs, err.Error()}
-	}
-	rules, err := c.rules.List(labels.Everything())
+	// The node's slices, the claims on its GPUs and the rules on its
+	// devices, from the informers' indexes.
+	sliceList, claims, rules, err := c.nodeInventory(res.Spec.NodeName)
 	if err != nil {
 		return nil, &SelectionError{ReasonNoGPUs, err.Error()}
 	}
@@ -223,8 +216,7 @@ func (c *Controller) ensureRules(ctx context.Context, res *rotav1.GPUReservation
 
 // deleteRules removes the reservation's rules that are not in keep.
 func (c *Controller) deleteRules(ctx context.Context, namespace, name string, keep map[string]*resourceapi.DeviceTaintRule) error {
-	sel := labels.SelectorFromSet(labels.Set{gpuv1.ReservationNamespaceLabel: namespace, gpuv1.ReservationNameLabel: name})
-	rules, err := c.rules.List(sel)
+	rules, err := byIndex[*resourceapi.DeviceTaintRule](c.ruleIndex, indexRuleByReservation, namespace+"/"+name)
 	if err != nil {
 		return fmt.Errorf("listing DeviceTaintRules of %s/%s: %w", namespace, name, err)
 	}

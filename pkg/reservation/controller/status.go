@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -110,7 +111,7 @@ func (c *Controller) observeMembers(res *rotav1.GPUReservation, held []GPU) ([]r
 
 // uuidOf looks a device's UUID up in the published slices, for messages.
 func uuidOf(pool, device string, c *Controller) string {
-	sliceList, err := c.slices.List(labels.Everything())
+	sliceList, err := byIndex[*resourceapi.ResourceSlice](c.sliceIndex, indexSliceByPool, pool)
 	if err != nil {
 		return ""
 	}

@@ -29,6 +29,12 @@ func (cp *ControlPlane) InstallCRDs(ctx context.Context, dir string) error {
 	if len(files) == 0 {
 		return fmt.Errorf("no CRDs in %s (run 'make generate')", dir)
 	}
+	return cp.InstallCRDFiles(ctx, files...)
+}
+
+// InstallCRDFiles creates the CRD of each file, in order, and waits until
+// each is established.
+func (cp *ControlPlane) InstallCRDFiles(ctx context.Context, files ...string) error {
 	crds := cp.Extensions.ApiextensionsV1().CustomResourceDefinitions()
 	for _, file := range files {
 		data, err := os.ReadFile(file)

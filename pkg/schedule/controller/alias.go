@@ -38,7 +38,10 @@ func (g aliasGuard) check(ctx context.Context, t *target, s *v1alpha1.Transition
 		"%s %s serves %s and the intent (window %s) does not allow downtime, so it keeps running", t.wl.Kind, t.wl.Name, alias, t.interval.Source))
 }
 
-// servesAlias names what makes wl an alias target ("" if nothing).
+// servesAlias names what makes wl an alias target ("" if nothing). A
+// Service the workload controls itself is part of it, not an alias: the
+// LeaderWorkerSet controller makes one per set (headless, selecting every
+// pod of the set by its name label) for its pods to find their leader.
 func (g aliasGuard) servesAlias(ctx context.Context, wl *workload) (string, error) {
 	if wl.Annotations[gpuv1.AliasAnnotation] == "true" {
 		return "the alias annotation " + gpuv1.AliasAnnotation, nil
@@ -48,7 +51,7 @@ func (g aliasGuard) servesAlias(ctx context.Context, wl *workload) (string, erro
 		return "", fmt.Errorf("list Services: %w", err)
 	}
 	for _, svc := range svcs.Items {
-		if len(svc.Spec.Selector) == 0 {
+		if len(svc.Spec.Selector) == 0 || controlledBy(&svc, wl) {
 			continue
 		}
 		sel := labels.SelectorFromSet(svc.Spec.Selector)
@@ -59,4 +62,10 @@ func (g aliasGuard) servesAlias(ctx context.Context, wl *workload) (string, erro
 		}
 	}
 	return "", nil
+}
+
+// controlledBy says whether wl is obj's controller (by UID).
+func controlledBy(obj metav1.Object, wl *workload) bool {
+	ref := metav1.GetControllerOf(obj)
+	return ref != nil && wl.UID != "" && ref.UID == wl.UID
 }

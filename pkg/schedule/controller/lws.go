@@ -101,7 +101,7 @@ func fromLeaderWorkerSet(u *unstructured.Unstructured) (*workload, error) {
 	observed := ptr.Deref(l.Status.ObservedGeneration, l.Generation)
 	podLabels := map[string]string{lwsNameLabel: l.Name}
 	return &workload{
-		Group: rotav1.LeaderWorkerSetGroup, Kind: lwsKind, Namespace: l.Namespace, Name: l.Name,
+		Group: rotav1.LeaderWorkerSetGroup, Kind: lwsKind, Namespace: l.Namespace, Name: l.Name, UID: l.UID,
 		Generation: l.Generation, ObservedGeneration: observed,
 		Replicas:       ptr.Deref(l.Spec.Replicas, 1),
 		StatusReplicas: l.Status.Replicas, ReadyReplicas: l.Status.ReadyReplicas, UpdatedReplicas: l.Status.UpdatedReplicas,

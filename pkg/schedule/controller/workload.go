@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
@@ -23,6 +24,7 @@ type workload struct {
 	Group              string // API group: "apps" or lwsGroup
 	Kind               string
 	Namespace, Name    string
+	UID                types.UID
 	Generation         int64
 	ObservedGeneration int64
 	Replicas           int32 // spec
@@ -134,7 +136,7 @@ func fromDeployment(d *appsv1.Deployment) (*workload, error) {
 		return nil, fmt.Errorf("selector of Deployment %s/%s: %w", d.Namespace, d.Name, err)
 	}
 	return &workload{
-		Group: appsv1.GroupName, Kind: "Deployment", Namespace: d.Namespace, Name: d.Name,
+		Group: appsv1.GroupName, Kind: "Deployment", Namespace: d.Namespace, Name: d.Name, UID: d.UID,
 		Generation: d.Generation, ObservedGeneration: d.Status.ObservedGeneration,
 		Replicas:       ptr.Deref(d.Spec.Replicas, 1),
 		StatusReplicas: d.Status.Replicas, ReadyReplicas: d.Status.ReadyReplicas, UpdatedReplicas: d.Status.UpdatedReplicas,
@@ -149,7 +151,7 @@ func fromStatefulSet(s *appsv1.StatefulSet) (*workload, error) {
 		return nil, fmt.Errorf("selector of StatefulSet %s/%s: %w", s.Namespace, s.Name, err)
 	}
 	return &workload{
-		Group: appsv1.GroupName, Kind: "StatefulSet", Namespace: s.Namespace, Name: s.Name,
+		Group: appsv1.GroupName, Kind: "StatefulSet", Namespace: s.Namespace, Name: s.Name, UID: s.UID,
 		Generation: s.Generation, ObservedGeneration: s.Status.ObservedGeneration,
 		Replicas:       ptr.Deref(s.Spec.Replicas, 1),
 		StatusReplicas: s.Status.Replicas, ReadyReplicas: s.Status.ReadyReplicas, UpdatedReplicas: s.Status.UpdatedReplicas,

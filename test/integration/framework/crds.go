@@ -24,3 +24,13 @@ func (cp *ControlPlane) InstallCRDsFrom(tb testing.TB, dir string) {
 		tb.Fatal(err)
 	}
 }
+
+// InstallCRDFiles creates the CRD of each file (absolute paths, for
+// example a third-party API's CRD from its Go module) and waits until each
+// is established.
+func (cp *ControlPlane) InstallCRDFiles(tb testing.TB, files ...string) {
+	tb.Helper()
+	if err := cp.cp.InstallCRDFiles(context.Background(), files...); err != nil {
+		tb.Fatal(err)
+	}
+}

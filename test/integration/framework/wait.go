@@ -8,6 +8,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 )
@@ -32,12 +33,16 @@ func WaitFor(tb testing.TB, what string, check func(ctx context.Context) (done b
 	}
 }
 
-// WaitForPodBound waits until the pod has a node and returns it.
+// WaitForPodBound waits until the pod exists (a controller may create it
+// later) and has a node, and returns it.
 func (cp *ControlPlane) WaitForPodBound(tb testing.TB, namespace, name string) *v1.Pod {
 	tb.Helper()
 	var pod *v1.Pod
 	WaitFor(tb, fmt.Sprintf("pod %s/%s to be bound", namespace, name), func(ctx context.Context) (bool, string, error) {
 		p, err := cp.Client.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return false, "not created yet", nil
+		}
 		if err != nil {
 			return false, "", err
 		}

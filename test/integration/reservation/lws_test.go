@@ -2,78 +2,52 @@ package reservation
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 
 	rotav1 "github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
 	"github.com/rota-dev/rota/pkg/waits"
 	"github.com/rota-dev/rota/test/integration/framework"
+	"github.com/rota-dev/rota/test/integration/framework/leaderworkerset"
 )
 
-// lwsObjects are what the LeaderWorkerSet controller (which cannot run here)
-// makes for group 0 of LeaderWorkerSet llm: the leader StatefulSet it
-// controls, the leader pod, the workers' StatefulSet the leader pod
-// controls, and one worker pod.
-func lwsObjects(t *testing.T, cp *framework.ControlPlane, lwsUID metav1.Object, template string) (leader, worker *v1.Pod) {
+// Labels the LeaderWorkerSet controller and its pod webhook put on a
+// group's pods (sigs.k8s.io/lws/api/leaderworkerset/v1).
+const (
+	lwsGroupIndexLabel  = "leaderworkerset.sigs.k8s.io/group-index"
+	lwsWorkerIndexLabel = "leaderworkerset.sigs.k8s.io/worker-index"
+)
+
+// lwsTemplate is a LeaderWorkerSet pod template whose pods take a GPU
+// through claimTemplate, scheduled by Rota's scheduler.
+func lwsTemplate(t *testing.T, role, claimTemplate string) map[string]any {
 	t.Helper()
-	ctx := context.Background()
-	name := map[string]string{rotav1.LeaderWorkerSetNameLabel: "llm"}
-	with := func(extra map[string]string) map[string]string {
-		out := map[string]string{rotav1.LeaderWorkerSetNameLabel: "llm"}
-		for k, v := range extra {
-			out[k] = v
-		}
-		return out
+	p := framework.GPUPod(tenant, "", schedulerName, claimTemplate)
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&v1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"role": role}}, Spec: p.Spec,
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
-	sts := func(stsName string, owner metav1.OwnerReference, podLabels map[string]string) *appsv1.StatefulSet {
-		s, err := cp.Client.AppsV1().StatefulSets(tenant).Create(ctx, &appsv1.StatefulSet{
-			ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: stsName, Labels: name, OwnerReferences: []metav1.OwnerReference{owner}},
-			Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](0), Selector: &metav1.LabelSelector{MatchLabels: podLabels},
-				Template: v1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: podLabels}, Spec: v1.PodSpec{Containers: []v1.Container{{Name: "main", Image: "registry.k8s.io/pause:3.10"}}}}},
-		}, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
-	pod := func(podName string, labels map[string]string, owner *appsv1.StatefulSet) *v1.Pod {
-		p := framework.GPUPod(tenant, podName, schedulerName, template)
-		p.Labels = labels
-		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: owner.Name, UID: owner.UID, Controller: ptr.To(true)}}
-		created, err := cp.Client.CoreV1().Pods(tenant).Create(ctx, p, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return created
-	}
-	leaderLabels := with(map[string]string{"role": "leader"})
-	leaderSTS := sts("llm", metav1.OwnerReference{APIVersion: rotav1.LeaderWorkerSetGroupVersion, Kind: rotav1.LeaderWorkerSetKind, Name: "llm", UID: lwsUID.GetUID(), Controller: ptr.To(true)}, leaderLabels)
-	leader = pod("llm-0", leaderLabels, leaderSTS)
-	workerLabels := with(map[string]string{"role": "worker", "group": "0"})
-	workerSTS := sts("llm-0", metav1.OwnerReference{APIVersion: "v1", Kind: "Pod", Name: leader.Name, UID: leader.UID, Controller: ptr.To(true)}, workerLabels)
-	worker = pod("llm-0-1", workerLabels, workerSTS)
-	return leader, worker
+	return obj
 }
 
-// TestLeaderWorkerSetMembers: a LeaderWorkerSet listed as a member has its
-// leader and worker pods admitted on the held GPU, through both chains
-// (pod → StatefulSet → LeaderWorkerSet, and pod → StatefulSet → leader pod
-// → StatefulSet → LeaderWorkerSet). team-a's admin, with namespace rights
-// only, cannot forge either chain.
+// TestLeaderWorkerSetMembers: a LeaderWorkerSet listed as a member, run by
+// the real LeaderWorkerSet controller (sigs.k8s.io/lws, with its CRD and
+// webhooks, the StatefulSet controller and the garbage collector), has
+// both pods of its group admitted on the held GPU: the leader through pod
+// → StatefulSet → LeaderWorkerSet, the worker through pod → StatefulSet →
+// leader pod → StatefulSet → LeaderWorkerSet, the chains the controller
+// builds.
 func TestLeaderWorkerSetMembers(t *testing.T) {
 	cp := framework.StartControlPlaneWithRBAC(t)
-	// The stand-in CRD the schedule tests use for the LeaderWorkerSet API.
-	cp.InstallCRDsFrom(t, filepath.Join(framework.RepoRoot(t), "test", "integration", "schedule", "testdata", "lws"))
-	framework.WaitFor(t, "the LeaderWorkerSet API in discovery", func(context.Context) (bool, string, error) {
-		_, err := cp.Client.Discovery().ServerResourcesForGroupVersion(rotav1.LeaderWorkerSetGroupVersion)
-		return err == nil, "not served yet", nil
-	})
+	leaderworkerset.Start(t, cp)
 	cp.Create(t, framework.Namespace(tenant), framework.Node(node), framework.DeviceClass(), framework.H200Slice(node, 8))
 	cp.InstallAdmissionPolicies(t)
 	cp.StartClaimController(t)
@@ -87,28 +61,73 @@ func TestLeaderWorkerSetMembers(t *testing.T) {
 	res := waitForReservation(t, cp, tenant, "serving", "Bound", func(r *rotav1.GPUReservation) bool {
 		return r.Status.Phase == rotav1.ReservationBound
 	})
-	lws, err := cp.Dynamic.Resource(rotav1.LeaderWorkerSetsResource).Namespace(tenant).Create(ctx, &unstructured.Unstructured{Object: map[string]any{
+	tenantCreate(t, alice, framework.SharedGPUTemplate(tenant, "tmpl", 20480, reservedToleration(tenant, "serving"), heldSelector(res)))
+	if _, err := cp.Dynamic.Resource(rotav1.LeaderWorkerSetsResource).Namespace(tenant).Create(ctx, &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": rotav1.LeaderWorkerSetGroupVersion, "kind": rotav1.LeaderWorkerSetKind,
 		"metadata": map[string]any{"namespace": tenant, "name": "llm"},
-		"spec":     map[string]any{"replicas": int64(1), "leaderWorkerTemplate": map[string]any{"size": int64(2)}},
-	}}, metav1.CreateOptions{})
-	if err != nil {
+		"spec": map[string]any{"replicas": int64(1), "leaderWorkerTemplate": map[string]any{
+			"size":           int64(2),
+			"leaderTemplate": lwsTemplate(t, "leader", "tmpl"),
+			"workerTemplate": lwsTemplate(t, "worker", "tmpl"),
+		}},
+	}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	// The controller names a group's pods <set>-<group> (leader) and
+	// <set>-<group>-<worker>.
+	for name, labels := range map[string]map[string]string{
+		"llm-0":   {rotav1.LeaderWorkerSetNameLabel: "llm", lwsGroupIndexLabel: "0", lwsWorkerIndexLabel: "0", "role": "leader"},
+		"llm-0-1": {rotav1.LeaderWorkerSetNameLabel: "llm", lwsGroupIndexLabel: "0", lwsWorkerIndexLabel: "1", "role": "worker"},
+	} {
+		p := cp.WaitForPodBound(t, tenant, name)
+		for k, v := range labels {
+			if p.Labels[k] != v {
+				t.Errorf("%s: label %s=%q, want %q (labels %v)", name, k, p.Labels[k], v, p.Labels)
+			}
+		}
+		if got := allocatedDevices(t, cp, p); len(got) != 1 || got[0] != res.Status.Devices[0].Device {
+			t.Errorf("%s allocated %v, want the held %s", name, got, res.Status.Devices[0].Device)
+		}
+	}
+	waitForReservation(t, cp, tenant, "serving", "member llm counted with 2 pods", func(r *rotav1.GPUReservation) bool {
+		return len(r.Status.Members) == 1 && r.Status.Members[0].Pods == 2
+	})
+}
+
+// TestLeaderWorkerSetForgedChains: team-a's admin, with namespace rights
+// only, cannot make a pod a member of LeaderWorkerSet llm by forging either
+// chain. The LeaderWorkerSet is real (its CRD from sigs.k8s.io/lws); no
+// StatefulSet controller or garbage collector runs, since they would
+// orphan or delete the forged objects (a StatefulSet whose owner UID does
+// not exist is collected) before the scheduler is asked: the refusal is
+// shown on the objects exactly as the tenant wrote them.
+func TestLeaderWorkerSetForgedChains(t *testing.T) {
+	cp := framework.StartControlPlaneWithRBAC(t)
+	leaderworkerset.InstallCRD(t, cp)
+	cp.Create(t, framework.Namespace(tenant), framework.Node(node), framework.DeviceClass(), framework.H200Slice(node, 8))
+	cp.InstallAdmissionPolicies(t)
+	cp.StartClaimController(t)
+	startReservationController(t, cp)
+	cp.StartScheduler(t)
+	alice := cp.TenantAdmin(t, tenant, "alice")
+	ctx := context.Background()
+
+	createReservation(t, cp, timeSliced(tenant, "serving", 1,
+		rotav1.ReservationMember{Name: "llm", WorkloadRef: rotav1.WorkloadReference{APIVersion: rotav1.LeaderWorkerSetGroupVersion, Kind: rotav1.LeaderWorkerSetKind, Name: "llm"}}))
+	res := waitForReservation(t, cp, tenant, "serving", "Bound", func(r *rotav1.GPUReservation) bool {
+		return r.Status.Phase == rotav1.ReservationBound
+	})
+	if _, err := cp.Dynamic.Resource(rotav1.LeaderWorkerSetsResource).Namespace(tenant).Create(ctx, &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": rotav1.LeaderWorkerSetGroupVersion, "kind": rotav1.LeaderWorkerSetKind,
+		"metadata": map[string]any{"namespace": tenant, "name": "llm"},
+		"spec": map[string]any{"replicas": int64(0), "leaderWorkerTemplate": map[string]any{
+			"size": int64(2), "workerTemplate": lwsTemplate(t, "worker", "tmpl"),
+		}},
+	}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	tenantCreate(t, alice, framework.SharedGPUTemplate(tenant, "tmpl", 20480, reservedToleration(tenant, "serving"), heldSelector(res)))
-
-	t.Run("leader and worker pods are members", func(t *testing.T) {
-		leader, worker := lwsObjects(t, cp, lws, "tmpl")
-		for _, p := range []*v1.Pod{leader, worker} {
-			cp.WaitForPodBound(t, tenant, p.Name)
-			if got := allocatedDevices(t, cp, p); len(got) != 1 || got[0] != res.Status.Devices[0].Device {
-				t.Errorf("%s allocated %v, want the held %s", p.Name, got, res.Status.Devices[0].Device)
-			}
-		}
-		waitForReservation(t, cp, tenant, "serving", "member llm counted with 2 pods", func(r *rotav1.GPUReservation) bool {
-			return len(r.Status.Members) == 1 && r.Status.Members[0].Pods == 2
-		})
-	})
 
 	// The tenant's own StatefulSet, claiming the LeaderWorkerSet.
 	forgedLeaders := &appsv1.StatefulSet{

@@ -1,7 +1,6 @@
 package schedule
 
 import (
-	"path/filepath"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
 	"github.com/rota-dev/rota/pkg/schedule/controller"
+	"github.com/rota-dev/rota/test/integration/framework/leaderworkerset"
 )
 
 // lwsPodTemplate is a pod template of a LeaderWorkerSet whose pods each take
@@ -71,16 +71,18 @@ func (e *env) lwsReplicas(name string) int64 {
 	return n
 }
 
-// scenario §8.1 (docs/scenarios.md) with the day model served by a LeaderWorkerSet (its CRD
-// installed): one group of a leader and a worker with 4 GPUs each. At 08:00
+// scenario §8.1 (docs/scenarios.md) with the day model served by a
+// LeaderWorkerSet, run by the real LeaderWorkerSet controller (sigs.k8s.io/lws
+// with its CRD and webhooks, and the StatefulSet controller and garbage
+// collector it relies on): one group of a leader and a worker with 4 GPUs
+// each, stopped at 18:00 without consent to downtime. At 08:00
 // qwen32b is stopped first; the group's pods are created only after
 // qwen32b's pod is gone and its 6 GPUs are deallocated, and both land on the
 // pool's node. At 18:00 it is reversed. The pool's 10 GPUs are never
 // exceeded and the embedding service is never touched.
 func TestLeaderWorkerSetSwap(t *testing.T) {
 	e := newEnv(t, at(19, 7, 0), map[string]int{"gpu-node-0": 10})
-	e.cp.InstallCRDsFrom(t, filepath.Join("testdata", "lws"))
-	startLWSSim(t, e.cp.Client, e.cp.Dynamic)
+	leaderworkerset.Start(t, e.cp)
 	obs := startObserver(t, e.cp.Client, ns)
 	e.gpuLeaderWorkerSet("lws-llama70b", 0, 2, 4)
 	e.gpuDeployment("md-qwen32b", 1, 6)
@@ -91,6 +93,9 @@ func TestLeaderWorkerSetSwap(t *testing.T) {
 
 	ds := weekSchedule(t)
 	ds.Spec.Targets[0].WorkloadRef = v1alpha1.WorkloadReference{APIVersion: "leaderworkerset.x-k8s.io/v1", Kind: "LeaderWorkerSet", Name: "lws-llama70b"}
+	// No consent to downtime: the 18:00 stop must not take the set's own
+	// headless Service for an alias.
+	ds.Spec.Targets[0].DefaultAllowDowntime = false
 	e.createScheduleObject(ds)
 	e.startController(nil)
 	e.convergedSince(ds.Name, at(19, 7, 0), 50)
@@ -114,6 +119,17 @@ func TestLeaderWorkerSetSwap(t *testing.T) {
 		t.Fatalf("08:00: llama70b %s", describe(st))
 	}
 	expectMessage(t, "llama70b step", st.Steps[0].Message, "LeaderWorkerSet lws-llama70b at 1 ready replicas")
+
+	// The set's own headless Service (the controller's, for its pods to
+	// find their leader) selects every pod of the set; it is no alias, so
+	// the 18:00 stop needs no consent.
+	svc, err := e.cp.Client.CoreV1().Services(ns).Get(e.ctx, "lws-llama70b", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the LeaderWorkerSet's headless Service: %v", err)
+	}
+	if ref := metav1.GetControllerOf(svc); ref == nil || ref.Kind != "LeaderWorkerSet" || len(svc.Spec.Selector) == 0 {
+		t.Fatalf("Service lws-llama70b: controller %v, selector %v; want the LeaderWorkerSet's own, selecting its pods", ref, svc.Spec.Selector)
+	}
 
 	e.clock.SetTime(at(19, 18, 0))
 	e.convergedSince(ds.Name, at(19, 18, 0), 400)
