@@ -88,7 +88,6 @@ func bruteFits(s *Snapshot, unit *Workload, gone map[string]bool) bool {
 			freeBy[[2]string{d.Node, d.Model}]++
 		}
 	}
-	type choice struct{ node, model string }
 	var reqs []Request
 	var groupOf []int
 	for gi, g := range unit.Groups {

@@ -72,7 +72,7 @@ func New(l Listers) *Collector {
 			"GPUs published by the driver's ResourceSlices, by node, model and state: unhealthy (a device taint other than a reservation's), reserved (held by a GPUReservation), allocated (allocated to a claim), free. Each GPU counts in exactly one state.",
 			[]string{"node", "model", "state"}, nil, metrics.ALPHA, ""),
 		waitingPods: metrics.NewDesc("rota_admission_waiting_pods",
-			"Pods whose rota.dev/Waiting condition is True, by namespace and wait reason code.",
+			"Pods whose "+string(gpuv1.WaitingCondition)+" condition is True, by namespace and wait reason code.",
 			[]string{"namespace", "reason"}, nil, metrics.ALPHA, ""),
 		waitingSince: metrics.NewDesc("rota_admission_waiting_since_timestamp_seconds",
 			"Creation time (Unix seconds) of the oldest pod waiting with this reason code in this namespace; time() minus it is how long that pod has waited.",

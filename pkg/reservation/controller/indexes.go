@@ -17,20 +17,20 @@ import (
 // binary share the informers.
 const (
 	// indexReservationByNode: GPUReservations by spec.nodeName.
-	indexReservationByNode = "rota.dev/reservation-controller.reservation-by-node"
+	indexReservationByNode = "reservation-controller.reservation-by-node"
 	// indexSliceByNode and indexSliceByPool: ResourceSlices by node and by
 	// pool name.
-	indexSliceByNode = "rota.dev/reservation-controller.slice-by-node"
-	indexSliceByPool = "rota.dev/reservation-controller.slice-by-pool"
+	indexSliceByNode = "reservation-controller.slice-by-node"
+	indexSliceByPool = "reservation-controller.slice-by-pool"
 	// indexClaimByDevice: allocated ResourceClaims by each gpu.rota.dev
 	// device they hold (deviceIndexKey).
-	indexClaimByDevice = "rota.dev/reservation-controller.claim-by-device"
+	indexClaimByDevice = "reservation-controller.claim-by-device"
 	// indexRuleByDevice: DeviceTaintRules by the device they select
 	// (deviceIndexKey; any driver, as gpupool.ReservedByRules reads them).
-	indexRuleByDevice = "rota.dev/reservation-controller.rule-by-device"
+	indexRuleByDevice = "reservation-controller.rule-by-device"
 	// indexRuleByReservation: DeviceTaintRules by the reservation
 	// (<namespace>/<name>) their labels name.
-	indexRuleByReservation = "rota.dev/reservation-controller.rule-by-reservation"
+	indexRuleByReservation = "reservation-controller.rule-by-reservation"
 )
 
 // deviceIndexKey is a device's key in the by-device indexes.

@@ -12,6 +12,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
+	rotav1alpha1 "github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
 	"github.com/rota-dev/rota/pkg/scheduler"
 )
 
@@ -37,7 +38,7 @@ var scheduleTargets = []string{"a", "b"}
 
 // scheduleYAML swaps A and B every minute: A runs in the even minutes of
 // UTC (the window), B in the odd ones (the default).
-const scheduleYAML = `apiVersion: rota.dev/v1alpha1
+var scheduleYAML = "apiVersion: " + rotav1alpha1.SchemeGroupVersion.String() + `
 kind: DeploySchedule
 metadata:
   name: ` + scheduleName + `
