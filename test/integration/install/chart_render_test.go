@@ -1,6 +1,7 @@
 package install
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -65,7 +66,7 @@ func renderChart(ch *chart.Chart, values map[string]any) ([]*unstructured.Unstru
 	if err != nil {
 		return nil, err
 	}
-	files, err := engine.Engine{Strict: true}.Render(ch, vals)
+	files, err := engine.Engine{Strict: true}.RenderWithContext(context.Background(), ch, vals)
 	if err != nil {
 		return nil, err
 	}
