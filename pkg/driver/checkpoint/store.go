@@ -91,6 +91,26 @@ func (s *Store) Save(cp *Checkpoint) error {
 	return nil
 }
 
+// RemoveStaleTemps removes the temporary files of Saves that never finished:
+// a plugin killed between creating its temporary file and renaming it leaves
+// the file behind (the checkpoint itself is untouched). Call it only with the
+// checkpoint lock held (Lock): every Save runs under that lock, so no
+// temporary file is then being written. It returns how many it removed.
+func (s *Store) RemoveStaleTemps() (int, error) {
+	stale, err := filepath.Glob(filepath.Join(filepath.Dir(s.path), FileName+".tmp-*"))
+	if err != nil {
+		return 0, fmt.Errorf("listing stale checkpoint files: %w", err)
+	}
+	removed := 0
+	for _, f := range stale {
+		if err := os.Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return removed, fmt.Errorf("removing stale checkpoint file: %w", err)
+		}
+		removed++
+	}
+	return removed, nil
+}
+
 // ReadBootID reads the node's boot ID from path (BootIDPath in production).
 func ReadBootID(path string) (string, error) {
 	raw, err := os.ReadFile(path)

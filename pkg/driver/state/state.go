@@ -136,6 +136,11 @@ func New(ctx context.Context, opts Options) (*State, error) {
 		return nil, err
 	}
 	defer unlock()
+	if n, err := opts.Store.RemoveStaleTemps(); err != nil {
+		return nil, err
+	} else if n > 0 {
+		logger.Info("Removed the temporary files of checkpoint writes that never finished", "count", n)
+	}
 	cp, err := opts.Store.Load(opts.BootID)
 	if err != nil {
 		return nil, err

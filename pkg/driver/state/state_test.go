@@ -269,3 +269,30 @@ func TestCorruptCheckpointRefusesToStart(t *testing.T) {
 		t.Fatalf("start with corrupt checkpoint = %v", err)
 	}
 }
+
+// A plugin killed in the middle of a checkpoint write leaves its temporary
+// file behind; the next start removes it and keeps the checkpoint.
+func TestRestartRemovesTheTempFileOfAWriteThatDied(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	e := newEnv(t, "l4x2")
+	s := e.mustStart()
+	if _, err := s.Prepare(ctx, allocated("a", []string{"gpu-0"})); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(e.dir, "plugin")
+	stale := filepath.Join(dir, checkpoint.FileName+".tmp-123456")
+	if err := os.WriteFile(stale, []byte(`{"version":1,"chec`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s = e.mustStart()
+	if _, err := os.Stat(stale); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("stale temporary file still there after a restart: %v", err)
+	}
+	if c := s.Claims()["uid-a"]; c.State != checkpoint.PrepareCompleted {
+		t.Errorf("claim after restart = %+v, want it prepared", c)
+	}
+	left, err := filepath.Glob(filepath.Join(dir, checkpoint.FileName+".tmp-*"))
+	if err != nil || len(left) != 0 {
+		t.Errorf("temporary files left: %v (%v)", left, err)
+	}
+}
