@@ -70,7 +70,10 @@ type Reservation struct {
 	owners       *rsv.Owners
 	reservations cache.GenericLister
 	synced       cache.InformerSynced
-	metrics      *pluginMetrics
+	// loads activates the pods refused while the plugin's own caches were
+	// still syncing (nil in unit tests: refused pods are not activated).
+	loads   *loadGate
+	metrics *pluginMetrics
 	// refused remembers, per pod, a refusal Reserve made on the devices the
 	// allocator actually chose, so that the next attempt is refused in
 	// Filter (and explained) while nothing it depends on has changed.
@@ -101,9 +104,11 @@ func New(ctx context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error
 		Jobs:         shared.Batch().V1().Jobs().Lister(),
 		Pods:         shared.Core().V1().Pods().Lister(),
 	}
+	synced := []cache.InformerSynced{inf.Informer().HasSynced}
 	if servesLeaderWorkerSets(ctx, h) {
 		lws := factory.ForResource(rotav1.LeaderWorkerSetsResource)
 		owners.LeaderWorkerSets, owners.LeaderWorkerSetsSynced = lws.Lister(), lws.Informer().HasSynced
+		synced = append(synced, lws.Informer().HasSynced)
 	}
 	pl := &Reservation{
 		claims:       dra.ResourceClaims(),
@@ -114,6 +119,7 @@ func New(ctx context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error
 		refused:      refusalmemo.New(h),
 	}
 	factory.Start(ctx.Done())
+	pl.loads = newLoadGate(ctx, h, synced...)
 	klog.FromContext(ctx).V(2).Info("Reservation plugin configured", "leaderWorkerSets", owners.LeaderWorkerSets != nil)
 	return pl, nil
 }
@@ -130,6 +136,15 @@ func servesLeaderWorkerSets(ctx context.Context, h fwk.Handle) bool {
 		return false
 	}
 	return true
+}
+
+// waitForLoad records pod as refused until the plugin's caches sync, and
+// says whether to refuse it: false means they synced in the meantime.
+func (pl *Reservation) waitForLoad(pod *v1.Pod) bool {
+	if pl.loads == nil {
+		return true
+	}
+	return pl.loads.wait(pod)
 }
 
 // Name implements fwk.Plugin.
@@ -221,14 +236,19 @@ func (pl *Reservation) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1
 		tolerated.Insert(values...)
 	}
 	if !pl.synced() {
-		if tolerated.Len() > 0 {
+		if tolerated.Len() == 0 {
+			return nil, fwk.NewStatus(fwk.Skip)
+		}
+		if pl.waitForLoad(pod) {
 			return nil, fwk.NewStatus(fwk.Unschedulable, ReasonNotHeld+": GPUReservations are not loaded yet")
 		}
-		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	w, err := pl.owners.WorkloadOf(pod)
 	if errors.Is(err, rsv.ErrNotLoaded) {
-		return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("%s: pod's controller chain: %v", ReasonNotHeld, err))
+		if pl.waitForLoad(pod) {
+			return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("%s: pod's controller chain: %v", ReasonNotHeld, err))
+		}
+		w, err = pl.owners.WorkloadOf(pod) // synced since
 	}
 	if err != nil {
 		return nil, fwk.AsStatus(err)
