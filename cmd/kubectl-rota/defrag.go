@@ -119,7 +119,7 @@ func (f *defragFlags) run(cmd *cobra.Command, o *options) error {
 	if f.dryRun == "server" {
 		fmt.Fprintln(o.streams.Out, "Dry run: the API server accepted every eviction; nothing was evicted.")
 	} else {
-		fmt.Fprintf(o.streams.Out, "Done: %d pods evicted; the scheduler places the waiting pods.\n", len(plan.Evictions))
+		fmt.Fprintf(o.streams.Out, "Done: every planned pod evicted (%d); the scheduler places the waiting pods.\n", len(plan.Evictions))
 	}
 	return nil
 }

@@ -95,7 +95,10 @@ func Apply(ctx context.Context, client kubernetes.Interface, plan *Plan, o Apply
 	steps := plan.steps()
 	var refused []string
 	for i, st := range steps {
-		head := fmt.Sprintf("step %d/%d: evict %s (%s) for %s", i+1, len(steps), st.workload, strings.Join(podsOf(st), ", "), st.unit)
+		head := fmt.Sprintf("step %d/%d: evict %s for %s", i+1, len(steps), st.workload, st.unit)
+		if pods := podsOf(st); len(pods) != 1 || pods[0] != st.workload {
+			head = fmt.Sprintf("step %d/%d: evict %s (pods %s) for %s", i+1, len(steps), st.workload, strings.Join(pods, ", "), st.unit)
+		}
 		surprise := func(reason string) error {
 			return &Surprise{Step: i + 1, Steps: len(steps), Workload: st.workload, Reason: reason}
 		}
@@ -125,7 +128,7 @@ func Apply(ctx context.Context, client kubernetes.Interface, plan *Plan, o Apply
 			return surprise(refusedHere)
 		case refusedHere != "":
 			fmt.Fprintf(o.Out, "%s: would be refused: %s\n", head, refusedHere)
-			refused = append(refused, fmt.Sprintf("step %d (%s): %s", i+1, st.workload, refusedHere))
+			refused = append(refused, fmt.Sprintf("%d (%s)", i+1, st.workload))
 			continue
 		case o.DryRun:
 			fmt.Fprintf(o.Out, "%s: accepted by the API server (dry run, nothing evicted)\n", head)
@@ -158,7 +161,8 @@ func Apply(ctx context.Context, client kubernetes.Interface, plan *Plan, o Apply
 			st.workload, o.Clock.Since(start).Round(time.Second), len(steps)-i-1)
 	}
 	if len(refused) > 0 {
-		return fmt.Errorf("the API server would refuse %d of %d steps: %s", len(refused), len(steps), strings.Join(refused, "; "))
+		return fmt.Errorf("dry run: the API server would refuse %d of %d steps (step %s, see above); nothing was evicted",
+			len(refused), len(steps), strings.Join(refused, ", step "))
 	}
 	return nil
 }

@@ -101,14 +101,19 @@ func Make(ctx context.Context, o advisor.Objects, namespace string, opts advisor
 // Waiting counts the units the plan is about.
 func (p *Plan) Waiting() int { return len(p.Units) + len(p.Skipped) }
 
-// signature is the plan's evictions as "unit ← workload pod" lines, for
+// signature is the plan's evictions as "unit ← pod" lines (with the
+// workload when it is not the pod alone), for
 // comparing a plan with one made later; units not in only (when not nil)
 // are left out.
 func (p *Plan) signature(only map[string]bool) []string {
 	var out []string
 	for _, e := range p.Evictions {
 		if only == nil || only[e.Unit] {
-			out = append(out, e.Unit+" ← "+e.Workload+" "+e.Pod)
+			line := e.Unit + " ← " + e.Pod
+			if e.Workload != e.Pod {
+				line += " of " + e.Workload
+			}
+			out = append(out, line)
 		}
 	}
 	return out

@@ -21,8 +21,8 @@ func WriteText(w io.Writer, p *Plan) error {
 	for _, u := range p.Units {
 		count[u.Outcome]++
 	}
-	fmt.Fprintf(&b, "%d waiting: %d admitted by moves, %d fit without one, %d blocked; %d pods to evict, one workload at a time.\n",
-		p.Waiting(), count[advisor.OutcomeMove], count[advisor.OutcomeFits], count[advisor.OutcomeBlocked]+len(p.Skipped), len(p.Evictions))
+	fmt.Fprintf(&b, "%d waiting: %d admitted by moves, %d fit without one, %d blocked; %s to evict, one workload at a time.\n",
+		p.Waiting(), count[advisor.OutcomeMove], count[advisor.OutcomeFits], count[advisor.OutcomeBlocked]+len(p.Skipped), plural(len(p.Evictions), "pod"))
 	for i, u := range p.Units {
 		fmt.Fprintf(&b, "\n%d. %s (%s; priority %d): ", i+1, u.Workload, strings.Join(u.Pods, ", "), u.Priority)
 		switch u.Outcome {
@@ -33,7 +33,7 @@ func WriteText(w io.Writer, p *Plan) error {
 		case advisor.OutcomeMove:
 			m := u.Move
 			fmt.Fprintf(&b, "move → lands on %s\n", nodes(u.Placement))
-			fmt.Fprintf(&b, "   cost: %d GPU(s) disturbed, highest priority %d, %d tenant(s)\n", m.GPUs, m.MaxPriority, m.Tenants)
+			fmt.Fprintf(&b, "   cost: %s disturbed, highest priority %d, %s\n", plural(m.GPUs, "GPU"), m.MaxPriority, plural(m.Tenants, "tenant"))
 			for j, st := range m.Steps {
 				fmt.Fprintf(&b, "   %d.%d %s\n", i+1, j+1, stepText(st))
 			}
@@ -72,4 +72,12 @@ func nodes(ps []advisor.Placed) string {
 		out = append(out, fmt.Sprintf("%s (%d × %s)", p.Node, len(p.Devices), p.Model))
 	}
 	return strings.Join(out, ", ")
+}
+
+// plural is "1 pod", "2 pods".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
