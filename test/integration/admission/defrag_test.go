@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
 	"github.com/rota-dev/rota/pkg/defrag"
 	"github.com/rota-dev/rota/test/integration/framework"
 )
@@ -105,6 +106,20 @@ func untouched(t *testing.T, cp *framework.ControlPlane, pods ...string) {
 func TestDefrag(t *testing.T) {
 	cp := defragCluster(t, map[string]bool{"a-1": true, "a-2": true})
 
+	// The session of docs/user-guide.md: why B waits, then the plan.
+	framework.WaitFor(t, "b-rank-0's advice to name the drain of team-a/a-2", func(ctx context.Context) (bool, string, error) {
+		p, err := cp.Client.CoreV1().Pods("team-b").Get(ctx, "b-rank-0", metav1.GetOptions{})
+		if err != nil {
+			return false, "", err
+		}
+		a := p.Annotations[gpuv1.AdviceAnnotation]
+		return strings.Contains(a, "evict team-a/a-2"), a, nil
+	})
+	why := runKubectlRota(t, cp, "why", "-n", "team-b", "b-rank-0")
+	t.Logf("kubectl rota why -n team-b b-rank-0:\n%s", why)
+	if !strings.Contains(why, "To admit: move: evict team-a/a-2 (1 × H100) on n1") {
+		t.Errorf("why: no advice naming the drain of team-a/a-2")
+	}
 	plan := runKubectlRota(t, cp, "defrag", "-A")
 	t.Logf("kubectl rota defrag -A:\n%s", plan)
 	for _, want := range []string{
