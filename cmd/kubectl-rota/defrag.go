@@ -1,8 +1,10 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -14,7 +16,7 @@ import (
 // defragFlags are the defrag command's own flags.
 type defragFlags struct {
 	plan, apply, allNamespaces bool
-	dryRun                     string
+	dryRun, approved           string
 	timeout                    time.Duration
 }
 
@@ -35,7 +37,8 @@ workload at a time: before each step it checks the pods are the planned ones,
 after it waits until they are gone (--timeout), plans again and stops at the
 first difference or refused eviction. --dry-run=server sends the evictions
 with dryRun=All: the API server checks them and evicts nothing. defrag never
-deletes a pod. See docs/admission.md ("Defragmentation").`,
+deletes a pod. --approved FILE (a plan from --plan -o json) makes --apply and
+--dry-run=server evict nothing unless the cluster's plan is still that one. See docs/admission.md ("Defragmentation").`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return f.run(cmd, o)
@@ -45,8 +48,22 @@ deletes a pod. See docs/admission.md ("Defragmentation").`,
 	cmd.Flags().BoolVar(&f.apply, "apply", false, "evict the plan's pods through the Eviction API, one workload at a time")
 	cmd.Flags().StringVar(&f.dryRun, "dry-run", "none", `"server": send the evictions with dryRun=All and report what the API server says; "none": off`)
 	cmd.Flags().BoolVarP(&f.allNamespaces, "all-namespaces", "A", false, "plan for the waiting pods of every namespace")
+	cmd.Flags().StringVar(&f.approved, "approved", "", "with --apply or --dry-run=server, a plan written by --plan -o json: evict nothing unless the cluster's plan evicts exactly those pods (by UID), in that order")
 	cmd.Flags().DurationVar(&f.timeout, "timeout", 5*time.Minute, "with --apply, how long to wait for each evicted workload to go and free its GPUs")
 	return cmd
+}
+
+// readPlan reads a plan written by --plan -o json.
+func readPlan(path string) (*defrag.Plan, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--approved: %w", err)
+	}
+	var p defrag.Plan
+	if err := json.Unmarshal(b, &p); err != nil {
+		return nil, fmt.Errorf("--approved %s is not a plan written by `kubectl rota defrag --plan -o json`: %w", path, err)
+	}
+	return &p, nil
 }
 
 // validate checks the flags together.
@@ -68,6 +85,8 @@ func (f *defragFlags) validate(o *options) error {
 		return errors.New("--dry-run=server sends the evictions (without evicting): use it without --plan")
 	case f.timeout <= 0:
 		return fmt.Errorf("--timeout %s must be positive", f.timeout)
+	case f.approved != "" && !f.apply && f.dryRun != "server":
+		return errors.New("--approved is for --apply or --dry-run=server: it names the plan they may carry out")
 	case o.output != "" && (f.apply || f.dryRun == "server"):
 		return fmt.Errorf("--output %s is only for --plan: --apply and --dry-run=server report each step as text", o.output)
 	}
@@ -105,6 +124,15 @@ func (f *defragFlags) run(cmd *cobra.Command, o *options) error {
 	}
 	if !f.apply && f.dryRun != "server" {
 		return nil
+	}
+	if f.approved != "" {
+		approved, err := readPlan(f.approved)
+		if err != nil {
+			return err
+		}
+		if diff := plan.Differs(approved); diff != "" {
+			return fmt.Errorf("the cluster's plan is not the approved plan %s, nothing evicted: %s", f.approved, diff)
+		}
 	}
 	if len(plan.Evictions) == 0 {
 		fmt.Fprintln(o.streams.Out, "\nNo eviction to make.")

@@ -24,6 +24,8 @@ func TestDefragFlags(t *testing.T) {
 		"no timeout":               {f: defragFlags{apply: true, dryRun: "none"}, want: "--timeout 0s must be positive"},
 		"json with apply":          {f: defragFlags{apply: true, dryRun: "none", timeout: time.Minute}, output: "json", want: "--output json is only for --plan"},
 		"unknown output":           {f: defragFlags{dryRun: "none", timeout: time.Minute}, output: "wide", want: `--output "wide" is not supported`},
+		"approved with apply":      {f: defragFlags{apply: true, dryRun: "none", approved: "plan.json", timeout: time.Minute}},
+		"approved with plan":       {f: defragFlags{dryRun: "none", approved: "plan.json", timeout: time.Minute}, want: "--approved is for --apply or --dry-run=server"},
 		"json with server dry run": {f: defragFlags{dryRun: "server", timeout: time.Minute}, output: "yaml", want: "only for --plan"},
 	}
 	for name, tc := range tests {

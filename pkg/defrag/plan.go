@@ -2,7 +2,10 @@ package defrag
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"sort"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -117,4 +120,21 @@ func (p *Plan) signature(only map[string]bool) []string {
 		}
 	}
 	return out
+}
+
+// Differs says how p's evictions differ from approved's (the same pods,
+// by UID, for the same units, in the same order), or "" when they do not.
+func (p *Plan) Differs(approved *Plan) string {
+	line := func(e Eviction) string { return fmt.Sprintf("%s ← %s (uid %s)", e.Unit, e.Pod, e.UID) }
+	var want, got []string
+	for _, e := range approved.Evictions {
+		want = append(want, line(e))
+	}
+	for _, e := range p.Evictions {
+		got = append(got, line(e))
+	}
+	if slices.Equal(want, got) {
+		return ""
+	}
+	return fmt.Sprintf("approved [%s], now [%s]", strings.Join(want, "; "), strings.Join(got, "; "))
 }

@@ -220,3 +220,37 @@ func TestMakeLookalikeLabelsChangeNothing(t *testing.T) {
 		t.Errorf("team-b's unit has pods %v, want only its two ranks", got)
 	}
 }
+
+// --approved: a plan differs from the approved one when a new waiting unit
+// adds evictions (a tenant's new pod) or a planned pod was recreated.
+func TestDiffers(t *testing.T) {
+	f := threeNodes()
+	approved, err := Make(t.Context(), f.objects(), "", advisor.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	same, err := Make(t.Context(), f.objects(), "", advisor.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := same.Differs(approved); d != "" {
+		t.Errorf("the same cluster differs: %s", d)
+	}
+	f.gang("team-x", "more")
+	more, err := Make(t.Context(), f.objects(), "", advisor.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := more.Differs(approved); !strings.Contains(d, "team-x/more-0 ← team-a/a-3") {
+		t.Errorf("a new gang's eviction not told apart: %q", d)
+	}
+	f = threeNodes()
+	f.pods[0].UID = "recreated"
+	recreated, err := Make(t.Context(), f.objects(), "", advisor.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := recreated.Differs(approved); !strings.Contains(d, "team-a/a-1 (uid recreated)") {
+		t.Errorf("a recreated pod not told apart: %q", d)
+	}
+}

@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -154,7 +156,11 @@ func TestDefrag(t *testing.T) {
 	// --apply waits for the evicted pod to go; the test is its kubelet and
 	// removes it once it is terminating.
 	var out bytes.Buffer
-	cmd := exec.Command(kubectlRota(t), "--kubeconfig", cp.Kubeconfig, "defrag", "-A", "--apply", "--timeout", "1m")
+	approved := filepath.Join(t.TempDir(), "plan.json")
+	if err := os.WriteFile(approved, []byte(runKubectlRota(t, cp, "defrag", "-A", "-o", "json")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(kubectlRota(t), "--kubeconfig", cp.Kubeconfig, "defrag", "-A", "--apply", "--approved", approved, "--timeout", "1m")
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -223,26 +229,7 @@ func TestDefragStopsAtBudget(t *testing.T) {
 // ends on its own; the re-plan after step 1 no longer needs step 2, so
 // --apply stops there and says the plan changed, evicting nothing more.
 func TestDefragStopsWhenThePlanChanges(t *testing.T) {
-	cp := framework.StartControlPlane(t)
-	cp.StartClaimController(t)
-	cp.Create(t, framework.Namespace("team-a"), framework.Namespace("team-b"), framework.Namespace("team-d"), framework.DeviceClass())
-	for _, n := range []string{"n1", "n2", "n3"} {
-		cp.Create(t, framework.Node(n), framework.GPUSlice(n, framework.GPUs(framework.H100, 2)...))
-	}
-	cp.StartScheduler(t)
-	cp.Create(t, framework.TieredClaimTemplate("team-a", "one-gpu", framework.ModelTier("H100")))
-	for i, n := range []string{"n1", "n2", "n3"} {
-		name := fmt.Sprintf("a-%d", i+1)
-		cp.Create(t, framework.OnNode(framework.GPUPod("team-a", name, sched, "one-gpu"), n))
-		cp.WaitForPodBound(t, "team-a", name)
-	}
-	cp.Create(t, framework.DeviceClaim("team-b", "ranks", 2))
-	cp.Create(t, framework.ClaimPod("team-b", "b-rank-0", sched, "ranks"), framework.ClaimPod("team-b", "b-rank-1", sched, "ranks"))
-	cp.WaitForWaiting(t, "team-b", "b-rank-0", "TopologyFragmentation")
-	cp.Create(t, framework.DeviceClaim("team-d", "job", 2))
-	cp.Create(t, framework.ClaimPod("team-d", "d-0", sched, "job"))
-	cp.WaitForWaiting(t, "team-d", "d-0", "TopologyFragmentation")
-
+	cp := threeNodeCluster(t)
 	plan := runKubectlRota(t, cp, "defrag", "-A")
 	t.Logf("kubectl rota defrag -A:\n%s", plan)
 	for _, want := range []string{"1.1 evict team-a/a-1 (1 × H100) on n1", "2. team-d/d-0", "2.1 evict team-a/a-2 (1 × H100) on n2"} {
@@ -273,4 +260,58 @@ func TestDefragStopsWhenThePlanChanges(t *testing.T) {
 	untouched(t, cp, "team-a/a-3")
 	cp.WaitForPodBound(t, "team-b", "b-rank-0")
 	cp.WaitForPodBound(t, "team-d", "d-0")
+}
+
+// threeNodeCluster: three nodes of 2 H100, one pinned replica of team-a on
+// each, no budget; team-b's 2-rank gang, then team-d's 2-GPU pod, wait.
+func threeNodeCluster(t *testing.T) *framework.ControlPlane {
+	t.Helper()
+	cp := framework.StartControlPlane(t)
+	cp.StartClaimController(t)
+	cp.Create(t, framework.Namespace("team-a"), framework.Namespace("team-b"), framework.Namespace("team-d"), framework.DeviceClass())
+	for _, n := range []string{"n1", "n2", "n3"} {
+		cp.Create(t, framework.Node(n), framework.GPUSlice(n, framework.GPUs(framework.H100, 2)...))
+	}
+	cp.StartScheduler(t)
+	cp.Create(t, framework.TieredClaimTemplate("team-a", "one-gpu", framework.ModelTier("H100")))
+	for i, n := range []string{"n1", "n2", "n3"} {
+		name := fmt.Sprintf("a-%d", i+1)
+		cp.Create(t, framework.OnNode(framework.GPUPod("team-a", name, sched, "one-gpu"), n))
+		cp.WaitForPodBound(t, "team-a", name)
+	}
+	cp.Create(t, framework.DeviceClaim("team-b", "ranks", 2))
+	cp.Create(t, framework.ClaimPod("team-b", "b-rank-0", sched, "ranks"), framework.ClaimPod("team-b", "b-rank-1", sched, "ranks"))
+	cp.WaitForWaiting(t, "team-b", "b-rank-0", "TopologyFragmentation")
+	cp.Create(t, framework.DeviceClaim("team-d", "job", 2))
+	cp.Create(t, framework.ClaimPod("team-d", "d-0", sched, "job"))
+	cp.WaitForWaiting(t, "team-d", "d-0", "TopologyFragmentation")
+
+	return cp
+}
+
+// TestDefragApprovedPlan: the operator approves a plan; a tenant then
+// submits a 2-GPU pod of its own, which a fresh plan would admit by
+// evicting team-a's third replica. --apply with --approved evicts nothing,
+// so a tenant cannot slip an eviction of another namespace's pod into a
+// reviewed plan.
+func TestDefragApprovedPlan(t *testing.T) {
+	cp := threeNodeCluster(t)
+	approved := filepath.Join(t.TempDir(), "plan.json")
+	if err := os.WriteFile(approved, []byte(runKubectlRota(t, cp, "defrag", "-A", "-o", "json")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cp.Create(t, framework.Namespace("team-x"), framework.DeviceClaim("team-x", "grab", 2), framework.ClaimPod("team-x", "x-0", sched, "grab"))
+	cp.WaitForWaiting(t, "team-x", "x-0", "TopologyFragmentation")
+	if plan := runKubectlRota(t, cp, "defrag", "-A"); !strings.Contains(plan, "3.1 evict team-a/a-3") {
+		t.Fatalf("plan:\n%s\nwant team-x's pod admitted by evicting team-a/a-3", plan)
+	}
+	for _, mode := range []string{"--apply", "--dry-run=server"} {
+		out, err := runKubectlRotaErr(t, cp, "defrag", "-A", mode, "--approved", approved)
+		t.Logf("kubectl rota defrag -A %s --approved plan.json:\n%s", mode, out)
+		if err == nil || !strings.Contains(out, "error: the cluster's plan is not the approved plan") ||
+			!strings.Contains(out, "team-x/x-0 ← team-a/a-3") {
+			t.Errorf("%s --approved: exit %v, want a refusal naming the new eviction", mode, err)
+		}
+	}
+	untouched(t, cp, "team-a/a-1", "team-a/a-2", "team-a/a-3")
 }
