@@ -122,8 +122,8 @@ func TestDefrag(t *testing.T) {
 	if !strings.Contains(why, "To admit: move: evict team-a/a-2 (1 × H100) on n1") {
 		t.Errorf("why: no advice naming the drain of team-a/a-2")
 	}
-	plan := runKubectlRota(t, cp, "defrag", "-A")
-	t.Logf("kubectl rota defrag -A:\n%s", plan)
+	plan := runKubectlRota(t, cp, "defrag", "--plan", "-A")
+	t.Logf("kubectl rota defrag --plan -A:\n%s", plan)
 	for _, want := range []string{
 		"1 waiting: 1 admitted by moves, 0 fit without one, 0 blocked; 1 pod to evict",
 		"1. team-b/b-rank-0 (team-b/b-rank-0, team-b/b-rank-1; priority 0): move → lands on n1 (2 × H100)",
