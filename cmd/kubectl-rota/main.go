@@ -1,8 +1,10 @@
 // Command kubectl-rota is a kubectl plugin (`kubectl rota ...`) that shows
 // what Rota decided: why a pod waits (`why`) and who holds every GPU of
 // the pool (`pool`), and what the DeploySchedules will ask of the pool
-// (`forecast`), and whether the cluster can run Rota (`preflight`). It only
-// reads from the API server.
+// (`forecast`), whether the cluster can run Rota (`preflight`), and the
+// moves that would admit every waiting pod (`defrag`). It only reads from
+// the API server, except `defrag --apply`, which evicts the planned pods
+// through the Eviction API.
 package main
 
 import (
@@ -48,7 +50,7 @@ func newRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	cmd.PersistentFlags().StringVarP(&o.output, "output", "o", "", "output format: empty for text, json or yaml (forecast: table, json or html)")
 	cmd.PersistentFlags().StringVar(&o.colorMode, "color", "auto", "colour text output: auto (only on a terminal), always or never")
 	cmd.PersistentFlags().IntVar(&o.width, "width", 100, "wrap text output at this many columns")
-	cmd.AddCommand(newWhyCommand(o), newPoolCommand(o), newForecastCommand(o), newPreflightCommand(o))
+	cmd.AddCommand(newWhyCommand(o), newPoolCommand(o), newForecastCommand(o), newPreflightCommand(o), newDefragCommand(o))
 	return cmd
 }
 

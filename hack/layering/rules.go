@@ -49,6 +49,8 @@ var rules = []rule{
 		Why: "the state gauges read objects from informers through the pool report and the wait reasons; they share no code with the components that write the objects"},
 	{From: "pkg/advisor", Only: []string{"pkg/gpupool", "pkg/schedule", "pkg/apis"},
 		Why: "the unblock advisor is a pure engine over the pool model (and the DeploySchedule evaluator's transitions); the WaitReason plugin, kubectl-rota and the sandbox use it, it uses none of them"},
+	{From: "pkg/defrag", Only: []string{"pkg/advisor", "pkg/gpupool", "pkg/apis"},
+		Why: "kubectl rota defrag plans with the unblock advisor over listed objects and evicts through the Eviction API; it knows no plugin, controller, driver or sandbox"},
 	{From: "pkg/preflight", Only: []string{"pkg/apis"},
 		Why: "`kubectl rota preflight` reads the cluster through the API server and knows only the API types and the wire contract"},
 	{From: "pkg/events", Only: []string{"pkg/apis"},
