@@ -83,12 +83,18 @@ func startWith(t ktesting.TB, dir string, quietEtcd bool, apiserverFlags ...stri
 		// As on most clusters: the DRA driver's DaemonSet is privileged.
 		"--allow-privileged=true",
 	}, apiserverFlags...)
-	server, err := apiservertesting.StartTestServer(t, apiservertesting.NewDefaultTestServerOptions(), flags, storage)
+	opts := apiservertesting.NewDefaultTestServerOptions()
+	// checkInvariants makes the test server's own teardown check instead,
+	// retrying a scrape that timed out on a loaded machine.
+	opts.DisableInvariantChecks = true
+	server, err := apiservertesting.StartTestServer(t, opts, flags, storage)
 	if err != nil {
 		cp.Stop()
 		return nil, fmt.Errorf("start kube-apiserver with extra flags %v: %w", apiserverFlags, err)
 	}
-	cp.stop = append(cp.stop, server.TearDownFn)
+	serverConfig := rest.CopyConfig(server.ClientConfig)
+	// Stop runs these last to first: the check, then the teardown.
+	cp.stop = append(cp.stop, server.TearDownFn, func() { checkInvariants(t, serverConfig) })
 
 	cfg := rest.CopyConfig(server.ClientConfig)
 	cfg.QPS, cfg.Burst = 500, 1000
