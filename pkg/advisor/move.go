@@ -63,29 +63,48 @@ func (s *searcher) candidates(nodes map[string]bool) []*Workload {
 	var out []*Workload
 	seen := map[string]bool{}
 	for _, n := range sortedKeys(nodes) {
-		for _, w := range s.ix.onNode[n] {
-			if w.Fixed != "" || seen[w.Key] {
-				continue
-			}
-			for _, id := range w.Held {
-				if d := s.ix.byID[id]; d != nil && nodes[d.Node] && s.accepts(id) {
-					out = append(out, w)
-					seen[w.Key] = true
-					break
-				}
+		for _, w := range s.candidatesOn(n) {
+			if !seen[w.Key] {
+				seen[w.Key] = true
+				out = append(out, w)
 			}
 		}
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if len(out[i].Held) != len(out[j].Held) {
-			return len(out[i].Held) < len(out[j].Held)
-		}
-		if out[i].Priority != out[j].Priority {
-			return out[i].Priority < out[j].Priority
-		}
-		return out[i].Key < out[j].Key
-	})
+	sortCandidates(out)
 	return out
+}
+
+// candidatesOn are the candidates that hold such a device on node n,
+// cheapest first.
+func (s *searcher) candidatesOn(n string) []*Workload {
+	var out []*Workload
+	for _, w := range s.ix.onNode[n] {
+		if w.Fixed != "" {
+			continue
+		}
+		for _, id := range w.Held {
+			if d := s.ix.byID[id]; d != nil && d.Node == n && s.accepts(id) {
+				out = append(out, w)
+				break
+			}
+		}
+	}
+	sortCandidates(out)
+	return out
+}
+
+// sortCandidates orders workloads fewest GPUs first, then lowest
+// priority, then by name.
+func sortCandidates(ws []*Workload) {
+	sort.Slice(ws, func(i, j int) bool {
+		if len(ws[i].Held) != len(ws[j].Held) {
+			return len(ws[i].Held) < len(ws[j].Held)
+		}
+		if ws[i].Priority != ws[j].Priority {
+			return ws[i].Priority < ws[j].Priority
+		}
+		return ws[i].Key < ws[j].Key
+	})
 }
 
 // accepts reports whether some tier of the unit accepts device id.
@@ -305,7 +324,7 @@ func (s *searcher) nodeBounds() []nodeBound {
 	g := &s.unit.Groups[0]
 	var out []nodeBound
 	for _, n := range s.ix.allowed(g) {
-		cands := s.candidates(map[string]bool{n: true})
+		cands := s.candidatesOn(n)
 		if len(cands) == 0 {
 			continue
 		}
@@ -367,6 +386,13 @@ func (s *searcher) tierBound(n string, cands []*Workload, tiers []Tier) (plan, b
 // p or less hold need of the devices counted in held (the lowest
 // candidate priority when need is 0).
 func prioBound(cands []*Workload, held []int, need int) int32 {
+	if need <= 0 {
+		p := cands[0].Priority
+		for _, c := range cands {
+			p = min(p, c.Priority)
+		}
+		return p
+	}
 	order := make([]int, len(cands))
 	for i := range order {
 		order[i] = i
@@ -385,20 +411,28 @@ func prioBound(cands []*Workload, held []int, need int) int32 {
 // tenantBound is the fewest namespaces whose candidates together hold
 // need of the devices counted in held (at least 1).
 func tenantBound(cands []*Workload, held []int, need int) int {
-	byNS := map[string]int{}
-	for i, c := range cands {
-		byNS[c.Namespace] += held[i]
+	if need <= 0 {
+		return 1
 	}
-	sums := make([]int, 0, len(byNS))
-	for _, v := range byNS {
-		sums = append(sums, v)
+	var names []string
+	var sums []int
+	for i, c := range cands {
+		k := 0
+		for k < len(names) && names[k] != c.Namespace {
+			k++
+		}
+		if k == len(names) {
+			names = append(names, c.Namespace)
+			sums = append(sums, 0)
+		}
+		sums[k] += held[i]
 	}
 	sort.Sort(sort.Reverse(sort.IntSlice(sums)))
 	got := 0
 	for k, v := range sums {
 		got += v
 		if got >= need {
-			return max(k+1, 1)
+			return k + 1
 		}
 	}
 	return max(len(sums), 1)
