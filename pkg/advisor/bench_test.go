@@ -2,7 +2,9 @@ package advisor
 
 import (
 	"fmt"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // benchCluster is 1,000 nodes × 8 H100s; each node runs six one-GPU pods
@@ -51,6 +53,7 @@ const benchNodes = 1000
 func BenchmarkAdvise200Waiting(b *testing.B) {
 	snap, units := benchCluster()
 	b.ResetTimer()
+	cpu := cpuNow()
 	checks, truncated := 0, 0
 	for b.Loop() {
 		for _, u := range units {
@@ -66,4 +69,20 @@ func BenchmarkAdvise200Waiting(b *testing.B) {
 	}
 	b.ReportMetric(float64(checks)/float64(b.N*len(units)), "checks/pod")
 	b.ReportMetric(float64(truncated)/float64(b.N*len(units)), "truncated/pod")
+	reportCPU(b, cpu)
+}
+
+// cpuNow is the process's CPU time (user and system), which the machine's
+// other load does not inflate as it does wall time.
+func cpuNow() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// reportCPU adds cpu-ms/op: CPU time per iteration since start.
+func reportCPU(b *testing.B, start time.Duration) {
+	b.ReportMetric(float64(cpuNow()-start)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
 }

@@ -44,8 +44,38 @@ type Objects struct {
 // with every pending member of its gang and every pod that shares one of
 // its claims.
 func Build(ctx context.Context, o Objects, pod *v1.Pod) (*Snapshot, *Workload, error) {
+	b, err := NewBuilder(ctx, o)
+	if err != nil {
+		return nil, nil, err
+	}
+	unit, err := b.Unit(pod)
+	if err != nil {
+		return nil, nil, err
+	}
+	return b.Snapshot(), unit, nil
+}
+
+// Builder holds one Snapshot built from objects and makes the waiting
+// unit of any pod among them, so that the pods advised at one moment share
+// one snapshot (and one Advisor).
+type Builder struct {
+	b    *builder
+	snap *Snapshot
+}
+
+// Snapshot is the cluster the builder read.
+func (b *Builder) Snapshot() *Snapshot { return b.snap }
+
+// Unit is the waiting unit of pod: the pod with every pending member of its
+// gang and every pod that shares one of its claims.
+func (b *Builder) Unit(pod *v1.Pod) (*Workload, error) {
+	return b.b.unit(pod)
+}
+
+// NewBuilder turns objects into a Snapshot.
+func NewBuilder(ctx context.Context, o Objects) (*Builder, error) {
 	b := &builder{ctx: ctx, o: o, tiers: map[string]Tier{}, byKey: map[string]*v1.Pod{}, parent: map[string]string{},
-		keys: map[string]string{}, claimGroup: map[*Workload]map[string]int{}}
+		keys: map[string]string{}, claimGroup: map[*Workload]map[string]int{}, members: map[string][]string{}}
 	for _, p := range o.Pods {
 		b.byKey[podKey(p)] = p
 	}
@@ -79,7 +109,7 @@ func Build(ctx context.Context, o Objects, pod *v1.Pod) (*Snapshot, *Workload, e
 			}
 		}
 		if err := b.addGroup(w, p, true); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 	}
 	held := map[string]string{}
@@ -125,17 +155,26 @@ func Build(ctx context.Context, o Objects, pod *v1.Pod) (*Snapshot, *Workload, e
 	}
 	sort.SliceStable(snap.Releases, func(i, j int) bool { return snap.Releases[i].At.Before(snap.Releases[j].At) })
 	snap.Models = b.models()
-	unit := &Workload{Key: b.keyOf(podKey(pod)), Namespace: pod.Namespace, Priority: priority(pod)}
 	for _, k := range sortedKeys(b.byKey) {
+		root := b.keyOf(k)
+		b.members[root] = append(b.members[root], k)
+	}
+	return &Builder{b: b, snap: snap}, nil
+}
+
+// unit builds the waiting unit of pod from its pending members.
+func (b *builder) unit(pod *v1.Pod) (*Workload, error) {
+	unit := &Workload{Key: b.keyOf(podKey(pod)), Namespace: pod.Namespace, Priority: priority(pod)}
+	for _, k := range b.members[unit.Key] {
 		p := b.byKey[k]
-		if b.keyOf(k) != unit.Key || p.Spec.NodeName != "" || podDone(p) {
+		if p.Spec.NodeName != "" || podDone(p) {
 			continue
 		}
 		if err := b.addGroup(unit, p, false); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 	}
-	return snap, unit, nil
+	return unit, nil
 }
 
 type builder struct {
@@ -149,6 +188,8 @@ type builder struct {
 	// claimGroup maps, per workload, a claim to the index of its group,
 	// so pods sharing a claim land in one group.
 	claimGroup map[*Workload]map[string]int
+	// members are each workload's pods, by name.
+	members map[string][]string
 }
 
 func podKey(p *v1.Pod) string { return p.Namespace + "/" + p.Name }

@@ -56,52 +56,94 @@ func (ix *index) addUse(ns, model string, n int) {
 }
 
 // world is one hypothetical state of the pool: which devices are free,
-// which blocked devices are unblocked, and each namespace's usage. free
-// holds only what differs from the snapshot (a device free when no one
-// holds it), so that a world is cheap to make and copy on a large pool.
+// which blocked devices are unblocked, and each namespace's usage. Each
+// holds only what differs from the snapshot (a device is free when no one
+// holds it; usage is the snapshot's plus used), and its maps are made on
+// first write, so that a world is cheap to make, copy and reset on a large
+// pool.
 type world struct {
 	ix        *index
 	free      map[string]bool
 	unblocked map[string]bool
-	used      map[string]map[string]int
+	used      map[nsModel]int
 	// noQuota ignores the limits (to tell a quota block apart).
 	noQuota bool
+	// probe: place only answers whether the workload fits, without
+	// recording where (the move search's checks).
+	probe bool
+	// buf holds the devices picked by the placement in progress, a stack
+	// that backtracking pops.
+	buf []string
 }
 
+type nsModel struct{ ns, model string }
+
 func (ix *index) now() *world {
-	w := &world{ix: ix, free: map[string]bool{}, unblocked: map[string]bool{}, used: map[string]map[string]int{}}
-	for ns, m := range ix.used {
-		w.used[ns] = map[string]int{}
-		for k, v := range m {
-			w.used[ns][k] = v
-		}
-	}
-	return w
+	return &world{ix: ix}
 }
 
 func (w *world) clone() *world {
-	c := &world{ix: w.ix, free: make(map[string]bool, len(w.free)), unblocked: map[string]bool{}, used: map[string]map[string]int{}, noQuota: w.noQuota}
-	for k, v := range w.free {
-		c.free[k] = v
+	c := &world{ix: w.ix, noQuota: w.noQuota}
+	if len(w.free) > 0 {
+		c.free = make(map[string]bool, len(w.free))
+		for k, v := range w.free {
+			c.free[k] = v
+		}
 	}
-	for k, v := range w.unblocked {
-		c.unblocked[k] = v
+	if len(w.unblocked) > 0 {
+		c.unblocked = make(map[string]bool, len(w.unblocked))
+		for k, v := range w.unblocked {
+			c.unblocked[k] = v
+		}
 	}
-	for ns, m := range w.used {
-		c.used[ns] = map[string]int{}
-		for k, v := range m {
-			c.used[ns][k] = v
+	if len(w.used) > 0 {
+		c.used = make(map[nsModel]int, len(w.used))
+		for k, v := range w.used {
+			c.used[k] = v
 		}
 	}
 	return c
+}
+
+// reset makes w the snapshot's state again, keeping its maps' storage.
+func (w *world) reset() {
+	clear(w.free)
+	clear(w.unblocked)
+	clear(w.used)
+	w.buf = w.buf[:0]
+}
+
+func (w *world) setFree(id string, free bool) {
+	if w.free == nil {
+		w.free = map[string]bool{}
+	}
+	w.free[id] = free
+}
+
+func (w *world) unblock(id string) {
+	if w.unblocked == nil {
+		w.unblocked = map[string]bool{}
+	}
+	w.unblocked[id] = true
+}
+
+func (w *world) addUsed(ns, model string, n int) {
+	if w.used == nil {
+		w.used = map[nsModel]int{}
+	}
+	w.used[nsModel{ns, model}] += n
+}
+
+func (w *world) usedOf(ns, model string) int {
+	return w.ix.used[ns][model] + w.used[nsModel{ns, model}]
 }
 
 // release frees what a running workload holds and returns its quota.
 func (w *world) release(r *Workload) {
 	for _, id := range r.Held {
 		if d, ok := w.ix.byID[id]; ok {
-			w.free[id] = true
-			w.used[r.Namespace][d.Model]--
+			w.setFree(id, true)
+			w.addUsed(r.Namespace, d.Model, -1)
 		}
 	}
 }
@@ -114,30 +156,27 @@ func (w *world) quotaAllows(ns, model string, n int) bool {
 	if !ok {
 		return true
 	}
-	return w.used[ns][model]+n <= limit
+	return w.usedOf(ns, model)+n <= limit
 }
 
 func (w *world) take(ns string, ids []string, model string) {
 	for _, id := range ids {
-		w.free[id] = false
+		w.setFree(id, false)
 	}
-	if w.used[ns] == nil {
-		w.used[ns] = map[string]int{}
-	}
-	w.used[ns][model] += len(ids)
+	w.addUsed(ns, model, len(ids))
 }
 
 func (w *world) untake(ns string, ids []string, model string) {
 	for _, id := range ids {
-		w.free[id] = true
+		w.setFree(id, true)
 	}
-	w.used[ns][model] -= len(ids)
+	w.addUsed(ns, model, -len(ids))
 }
 
 // place finds where every group of wl lands in w, trying nodes in name
 // order and each request's tiers in order, backtracking over both. avoid
 // are devices the workload may not land on (those it is moved off). On
-// success w holds the placement and it is returned.
+// success w holds the placement and it is returned (nil for a probe).
 func (w *world) place(wl *Workload, avoid map[string]bool) ([]Placed, bool) {
 	var out []Placed
 	var rec func(g, r int, node string) bool
@@ -154,18 +193,26 @@ func (w *world) place(wl *Workload, avoid map[string]bool) ([]Placed, bool) {
 			nodes = w.ix.allowed(grp)
 		}
 		for _, n := range nodes {
-			for _, t := range grp.Requests[r].Tiers {
-				ids := w.pick(n, &t, avoid)
-				if ids == nil || !w.quotaAllows(wl.Namespace, t.Model, len(ids)) {
+			for ti := range grp.Requests[r].Tiers {
+				t := &grp.Requests[r].Tiers[ti]
+				start := len(w.buf)
+				if !w.pick(n, t, avoid) || !w.quotaAllows(wl.Namespace, t.Model, t.Count) {
+					w.buf = w.buf[:start]
 					continue
 				}
+				ids := w.buf[start:]
 				w.take(wl.Namespace, ids, t.Model)
-				out = append(out, Placed{Pods: grp.Pods, Node: n, Devices: ids, Model: t.Model})
+				if !w.probe {
+					out = append(out, Placed{Pods: grp.Pods, Node: n, Devices: append([]string(nil), ids...), Model: t.Model})
+				}
 				if rec(g, r+1, n) {
 					return true
 				}
-				out = out[:len(out)-1]
+				if !w.probe {
+					out = out[:len(out)-1]
+				}
 				w.untake(wl.Namespace, ids, t.Model)
+				w.buf = w.buf[:start]
 			}
 		}
 		return false
@@ -191,19 +238,20 @@ func (ix *index) allowed(g *Group) []string {
 	return out
 }
 
-// pick returns the first t.Count free devices of node that t may take, or nil.
-func (w *world) pick(node string, t *Tier, avoid map[string]bool) []string {
-	var ids []string
+// pick appends to w.buf the first t.Count free devices of node that t
+// may take and reports whether there were that many.
+func (w *world) pick(node string, t *Tier, avoid map[string]bool) bool {
+	n := 0
 	for _, d := range w.ix.byNode[node] {
 		if !w.isFree(d) || avoid[d.ID] || !w.accepts(t, d.ID) {
 			continue
 		}
-		ids = append(ids, d.ID)
-		if len(ids) == t.Count {
-			return ids
+		w.buf = append(w.buf, d.ID)
+		if n++; n == t.Count {
+			return true
 		}
 	}
-	return nil
+	return false
 }
 
 func (w *world) isFree(d *Device) bool {

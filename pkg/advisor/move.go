@@ -53,77 +53,85 @@ type searcher struct {
 	maxChecks int
 	checks    int
 	truncated bool
-	// accepted are the devices some tier of the unit accepts.
-	accepted map[string]bool
+	// world is the state the checks reuse (scratch).
+	world *world
 }
 
 // candidates are the running workloads, on nodes, that hold a device some
 // tier of the unit accepts and that a plan may disturb, cheapest first.
 func (s *searcher) candidates(nodes map[string]bool) []*Workload {
-	if s.accepted == nil {
-		s.accepted = map[string]bool{}
-		for _, g := range s.unit.Groups {
-			for _, r := range g.Requests {
-				for _, t := range r.Tiers {
-					for id := range t.Devices {
-						s.accepted[id] = true
-					}
-				}
-			}
-		}
-	}
 	var out []*Workload
 	seen := map[string]bool{}
 	for _, n := range sortedKeys(nodes) {
-		for _, w := range s.ix.onNode[n] {
-			if w.Fixed != "" || seen[w.Key] {
-				continue
+		for _, w := range s.candidatesOn(n) {
+			if !seen[w.Key] {
+				seen[w.Key] = true
+				out = append(out, w)
 			}
-			for _, id := range w.Held {
-				if d := s.ix.byID[id]; d != nil && s.accepted[id] && nodes[d.Node] {
-					out = append(out, w)
-					seen[w.Key] = true
-					break
+		}
+	}
+	sortCandidates(out)
+	return out
+}
+
+// candidatesOn are the candidates that hold such a device on node n,
+// cheapest first.
+func (s *searcher) candidatesOn(n string) []*Workload {
+	var out []*Workload
+	for _, w := range s.ix.onNode[n] {
+		if w.Fixed != "" {
+			continue
+		}
+		for _, id := range w.Held {
+			if d := s.ix.byID[id]; d != nil && d.Node == n && s.accepts(id) {
+				out = append(out, w)
+				break
+			}
+		}
+	}
+	sortCandidates(out)
+	return out
+}
+
+// sortCandidates orders workloads fewest GPUs first, then lowest
+// priority, then by name.
+func sortCandidates(ws []*Workload) {
+	sort.Slice(ws, func(i, j int) bool {
+		if len(ws[i].Held) != len(ws[j].Held) {
+			return len(ws[i].Held) < len(ws[j].Held)
+		}
+		if ws[i].Priority != ws[j].Priority {
+			return ws[i].Priority < ws[j].Priority
+		}
+		return ws[i].Key < ws[j].Key
+	})
+}
+
+// accepts reports whether some tier of the unit accepts device id.
+func (s *searcher) accepts(id string) bool {
+	for gi := range s.unit.Groups {
+		for ri := range s.unit.Groups[gi].Requests {
+			for ti := range s.unit.Groups[gi].Requests[ri].Tiers {
+				if s.unit.Groups[gi].Requests[ri].Tiers[ti].Devices[id] {
+					return true
 				}
 			}
 		}
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if len(out[i].Held) != len(out[j].Held) {
-			return len(out[i].Held) < len(out[j].Held)
-		}
-		if out[i].Priority != out[j].Priority {
-			return out[i].Priority < out[j].Priority
-		}
-		return out[i].Key < out[j].Key
-	})
-	return out
-}
-
-// budgetsAllow reports whether disturbing ws stays within every
-// PodDisruptionBudget; a budget missing from the snapshot allows nothing.
-func (s *searcher) budgetsAllow(ws []*Workload) bool {
-	use := map[string]int{}
-	for _, w := range ws {
-		for b, n := range w.Budgets {
-			use[b] += n
-		}
-	}
-	for b, n := range use {
-		if n > s.ix.snap.Budgets[b] {
-			return false
-		}
-	}
-	return true
+	return false
 }
 
 // best finds the cheapest set of cands whose release lets unit (restricted
 // to nodes by the caller) fit. It stops early once maxChecks placements
-// were tried (truncated).
+// were tried (truncated). Every candidate holds a device, so adding one to
+// a set disturbs more GPUs: a set as costly as the best found so far is
+// not extended, and a set that could not beat it is not checked.
 func (s *searcher) best(unit *Workload, cands []*Workload) (plan, bool) {
 	var best plan
 	found := false
 	var chosen []*Workload
+	use := map[string]int{} // the budgets chosen uses
+	w := s.scratch()
 	var rec func(i, gpus int)
 	rec = func(i, gpus int) {
 		if s.checks >= s.maxChecks {
@@ -133,25 +141,36 @@ func (s *searcher) best(unit *Workload, cands []*Workload) (plan, bool) {
 		if found && gpus > best.gpus {
 			return
 		}
-		if len(chosen) > 0 && s.budgetsAllow(chosen) {
+		if len(chosen) > 0 {
+			p := planOf(chosen)
+			if found && !p.less(best) {
+				return // neither it nor a superset beats best
+			}
 			s.checks++
-			w := s.ix.now()
+			w.reset()
 			for _, c := range chosen {
 				w.release(c)
 			}
 			if _, ok := w.place(unit, nil); ok {
-				if p := planOf(chosen); !found || p.less(best) {
-					best, found = p, true
-				}
+				best, found = p, true
 				return // a superset only disturbs more
 			}
 		}
 		for j := i; j < len(cands); j++ {
-			chosen = append(chosen, cands[j])
-			if s.budgetsAllow(chosen) {
-				rec(j+1, gpus+len(cands[j].Held))
+			c := cands[j]
+			allowed := true
+			for b, n := range c.Budgets {
+				use[b] += n
+				allowed = allowed && use[b] <= s.ix.snap.Budgets[b]
 			}
-			chosen = chosen[:len(chosen)-1]
+			if allowed {
+				chosen = append(chosen, c)
+				rec(j+1, gpus+len(c.Held))
+				chosen = chosen[:len(chosen)-1]
+			}
+			for b, n := range c.Budgets {
+				use[b] -= n
+			}
 			if s.truncated {
 				return
 			}
@@ -159,6 +178,15 @@ func (s *searcher) best(unit *Workload, cands []*Workload) (plan, bool) {
 	}
 	rec(0, 0)
 	return best, found
+}
+
+// scratch is the world the search's checks reuse.
+func (s *searcher) scratch() *world {
+	if s.world == nil {
+		s.world = s.ix.now()
+		s.world.probe = true
+	}
+	return s.world
 }
 
 // restricted returns a copy of unit whose groups may use only node.
@@ -282,48 +310,130 @@ type nodeBound struct {
 	cands []*Workload
 }
 
-// nodeBounds lists the nodes a one-group unit may use, best bound first:
-// at least the GPUs its requests lack there (for a group of one request),
-// the lowest priority and one tenant. A node without enough accepted
-// devices, free or held by candidates, is left out.
+// nodeBounds lists the nodes a one-group unit may use, best bound first.
+// For a group of one request, a plan that lands it on a node with tier t
+// frees there at least need (t's count less the free devices t accepts)
+// devices that t accepts, all held by candidates; so it disturbs at least
+// need GPUs, its highest priority is at least the lowest p for which the
+// candidates of priority p or less hold need such devices, and it disturbs
+// at least as many tenants as it takes, largest first, to hold need. Each
+// part is the least over the tiers that could fit; the bound is no worse
+// than any plan there in the order of plan.less. A node without enough
+// accepted devices, free or held by candidates, is left out.
 func (s *searcher) nodeBounds() []nodeBound {
 	g := &s.unit.Groups[0]
 	var out []nodeBound
 	for _, n := range s.ix.allowed(g) {
-		cands := s.candidates(map[string]bool{n: true})
-		movable := map[string]bool{}
-		minPrio := int32(1<<31 - 1)
-		for _, c := range cands {
-			for _, id := range c.Held {
-				movable[id] = true
-			}
-			minPrio = min(minPrio, c.Priority)
-		}
-		lack, possible := 0, true
-		if len(g.Requests) == 1 {
-			lack, possible = 1<<30, false
-			for _, t := range g.Requests[0].Tiers {
-				free, held := 0, 0
-				for _, d := range s.ix.byNode[n] {
-					switch {
-					case !t.Devices[d.ID]:
-					case d.Holder == "":
-						free++
-					case movable[d.ID]:
-						held++
-					}
-				}
-				if free+held >= t.Count {
-					possible = true
-					lack = min(lack, max(t.Count-free, 0))
-				}
-			}
-		}
-		if !possible || len(cands) == 0 {
+		cands := s.candidatesOn(n)
+		if len(cands) == 0 {
 			continue
 		}
-		out = append(out, nodeBound{bound: plan{gpus: lack, maxPriority: minPrio, tenants: 1, node: n}, cands: cands})
+		minPrio := int32(1<<31 - 1)
+		for _, c := range cands {
+			minPrio = min(minPrio, c.Priority)
+		}
+		b := plan{maxPriority: minPrio, tenants: 1, node: n}
+		if len(g.Requests) == 1 {
+			var possible bool
+			if b, possible = s.tierBound(n, cands, g.Requests[0].Tiers); !possible {
+				continue
+			}
+			b.node = n
+		}
+		out = append(out, nodeBound{bound: b, cands: cands})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].bound.less(out[j].bound) })
 	return out
+}
+
+// tierBound is the bound of nodeBounds on node n for a request with tiers;
+// possible is false when no tier could fit there even with every candidate
+// gone.
+func (s *searcher) tierBound(n string, cands []*Workload, tiers []Tier) (plan, bool) {
+	b := plan{gpus: 1 << 30, maxPriority: 1<<31 - 1, tenants: 1 << 30}
+	possible := false
+	held := make([]int, len(cands)) // devices of n the tier accepts, per candidate
+	for ti := range tiers {
+		t := &tiers[ti]
+		free, total := 0, 0
+		for _, d := range s.ix.byNode[n] {
+			if t.Devices[d.ID] && d.Holder == "" {
+				free++
+			}
+		}
+		for ci, c := range cands {
+			held[ci] = 0
+			for _, id := range c.Held {
+				if d := s.ix.byID[id]; d != nil && d.Node == n && t.Devices[id] {
+					held[ci]++
+				}
+			}
+			total += held[ci]
+		}
+		need := max(t.Count-free, 0)
+		if free+total < t.Count {
+			continue
+		}
+		possible = true
+		b.gpus = min(b.gpus, need)
+		b.maxPriority = min(b.maxPriority, prioBound(cands, held, need))
+		b.tenants = min(b.tenants, tenantBound(cands, held, need))
+	}
+	return b, possible
+}
+
+// prioBound is the lowest priority p for which the candidates of priority
+// p or less hold need of the devices counted in held (the lowest
+// candidate priority when need is 0).
+func prioBound(cands []*Workload, held []int, need int) int32 {
+	if need <= 0 {
+		p := cands[0].Priority
+		for _, c := range cands {
+			p = min(p, c.Priority)
+		}
+		return p
+	}
+	order := make([]int, len(cands))
+	for i := range order {
+		order[i] = i
+	}
+	sort.Slice(order, func(i, j int) bool { return cands[order[i]].Priority < cands[order[j]].Priority })
+	got := 0
+	for _, i := range order {
+		got += held[i]
+		if got >= need {
+			return cands[i].Priority
+		}
+	}
+	return cands[order[len(order)-1]].Priority
+}
+
+// tenantBound is the fewest namespaces whose candidates together hold
+// need of the devices counted in held (at least 1).
+func tenantBound(cands []*Workload, held []int, need int) int {
+	if need <= 0 {
+		return 1
+	}
+	var names []string
+	var sums []int
+	for i, c := range cands {
+		k := 0
+		for k < len(names) && names[k] != c.Namespace {
+			k++
+		}
+		if k == len(names) {
+			names = append(names, c.Namespace)
+			sums = append(sums, 0)
+		}
+		sums[k] += held[i]
+	}
+	sort.Sort(sort.Reverse(sort.IntSlice(sums)))
+	got := 0
+	for k, v := range sums {
+		got += v
+		if got >= need {
+			return k + 1
+		}
+	}
+	return max(len(sums), 1)
 }

@@ -19,7 +19,7 @@ func waitOption(ix *index, unit *Workload) (Option, bool) {
 			}
 		}
 		for _, id := range r.Unblocks {
-			w.unblocked[id] = true
+			w.unblock(id)
 		}
 		if placed, ok := w.fits(unit); ok {
 			at := r.At

@@ -146,6 +146,8 @@ func placedPod() (*v1.Pod, []v1.Event) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: "train-4", Annotations: map[string]string{
 			gpuv1.TierAnnotation:    "2/2: A100",
 			gpuv1.DevicesAnnotation: "dgx-a100-0/gpu-4=GPU-4, dgx-a100-0/gpu-5=GPU-5, dgx-a100-0/gpu-6=GPU-6, dgx-a100-0/gpu-7=GPU-7",
+			gpuv1.PassedOverAnnotation: `[{"tier":"1/2","name":"H100","need":4,"matching":16,"free":0,"largestFree":0,"allocated":12,` +
+				`"tainted":{"gpu.rota.dev/unhealthy":4}}]`,
 		}},
 		Spec: v1.PodSpec{NodeName: "dgx-a100-0"},
 		Status: v1.PodStatus{Conditions: []v1.PodCondition{{Type: gpuv1.WaitingCondition, Status: v1.ConditionFalse, Reason: waits.Placed,
@@ -153,7 +155,7 @@ func placedPod() (*v1.Pod, []v1.Event) {
 	}
 	evs := []v1.Event{
 		{Reason: "TieredPlacement", Type: v1.EventTypeNormal, LastTimestamp: metav1.NewTime(t0),
-			Message: "4 × A100 on dgx-a100-0 (gpu-4..7), tier 2/2; H100 tier: 0 of 8 free; policy tiering-v1"},
+			Message: "4 × A100 on dgx-a100-0 (gpu-4..7), tier 2/2; H100 tier: 0 of 16 free — 12 allocated, 4 tainted gpu.rota.dev/unhealthy; policy tiering-v1"},
 		{Reason: "Scheduled", Type: v1.EventTypeNormal, LastTimestamp: metav1.NewTime(t0),
 			Message: "Successfully assigned ml/train-4 to dgx-a100-0"},
 	}

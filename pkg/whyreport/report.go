@@ -42,6 +42,10 @@ type Report struct {
 	Tier    string    `json:"tier,omitempty"`
 	// Devices are the placed pod's devices with their UUIDs.
 	Devices string `json:"devices,omitempty"`
+	// PassedOver are, for a pod placed on a fallback tier, the tiers it
+	// preferred and why each was not used, with the numbers at placement
+	// (its rota.dev/passed-over annotation).
+	PassedOver []waits.PassedTier `json:"passedOver,omitempty"`
 	// Tiers and Notes are what the scheduler wrote in the pod's
 	// rota.dev/wait-detail annotation.
 	Tiers []waits.TierStat `json:"tiers,omitempty"`
@@ -106,6 +110,9 @@ func Explain(pod *v1.Pod, evs []v1.Event) Report {
 		if c.Type == v1.PodScheduled && c.Status == v1.ConditionFalse {
 			r.Analysis = c.Message
 		}
+	}
+	if pod.Spec.NodeName != "" {
+		r.PassedOver, _ = waits.PassedOver(pod)
 	}
 	r.Verdict = verdict(pod, &r)
 	r.Decisions = decisions(evs)

@@ -61,6 +61,12 @@ func WriteText(w io.Writer, r Report, o TextOptions) error {
 		}
 		p.hanging("To admit: ", "          ", text)
 	}
+	if len(r.PassedOver) > 0 {
+		p.line("Passed over:")
+		for _, t := range r.PassedOver {
+			p.hanging("  ", "    ", t.Line())
+		}
+	}
 	if r.Devices != "" {
 		p.wrapped("Devices: ", r.Devices)
 	}

@@ -38,6 +38,11 @@ func (pl *Tiering) Bind(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nod
 		},
 		Target: v1.ObjectReference{Kind: "Node", Name: nodeName},
 	}
+	if len(p.passedOver) > 0 {
+		if v, err := waits.EncodePassedOver(p.passedOver); err == nil {
+			binding.Annotations[gpuv1.PassedOverAnnotation] = v
+		}
+	}
 	logger.V(3).Info("Binding tiered pod", "pod", klog.KObj(pod), "node", klog.KRef("", nodeName), "tier", binding.Annotations[gpuv1.TierAnnotation])
 	if err := pl.bind(ctx, binding); err != nil {
 		cause := waits.BindError

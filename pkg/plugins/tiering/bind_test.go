@@ -16,6 +16,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
 	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
+	"github.com/rota-dev/rota/pkg/waits"
 )
 
 // TestBind: a pod Tiering placed is bound by Tiering with its tier on the
@@ -33,7 +34,8 @@ func TestBind(t *testing.T) {
 			wantBinding: &v1.Binding{
 				ObjectMeta: metav1.ObjectMeta{
 					Namespace: "default", Name: "p", UID: "p-uid",
-					Annotations: map[string]string{gpuv1.TierAnnotation: "2/3: A100", gpuv1.DevicesAnnotation: "node-a/gpu-0=GPU-node-a-0"},
+					Annotations: map[string]string{gpuv1.TierAnnotation: "2/3: A100", gpuv1.DevicesAnnotation: "node-a/gpu-0=GPU-node-a-0",
+						gpuv1.PassedOverAnnotation: `[{"tier":"1/3","name":"h100","need":1,"matching":0,"free":0,"largestFree":0,"allocated":0,"problem":"none in the pool"}]`},
 				},
 				Target: v1.ObjectReference{Kind: "Node", Name: "node-a"},
 			},
@@ -67,7 +69,7 @@ func TestBind(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if diff := cmp.Diff([]string{"h100 tier: none in the pool"}, p.passedOver); diff != "" {
+				if diff := cmp.Diff([]waits.PassedTier{{Tier: "1/3", Name: "h100", Need: 1, Problem: "none in the pool"}}, p.passedOver); diff != "" {
 					t.Errorf("passed-over tiers (-want +got):\n%s", diff)
 				}
 			}

@@ -7,11 +7,14 @@ import (
 	"strconv"
 	"strings"
 
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
 	"github.com/rota-dev/rota/pkg/gpupool"
+	"github.com/rota-dev/rota/pkg/waits"
 )
 
 // tierAnnotation returns the rota.dev/tier value for a placement, e.g.
@@ -63,7 +66,9 @@ func placementNote(p *placement, policyVersion string) string {
 	for _, gr := range groups {
 		parts = append(parts, fmt.Sprintf("%d × %s on %s (%s), tier %s", len(gr.devices), gr.label, p.node, deviceRange(gr.devices), gr.tier))
 	}
-	parts = append(parts, p.passedOver...)
+	for _, t := range p.passedOver {
+		parts = append(parts, t.Line())
+	}
 	parts = append(parts, "policy "+policyVersion)
 	return strings.Join(parts, "; ")
 }
@@ -96,18 +101,20 @@ func deviceRange(names []string) string {
 }
 
 // passedOver counts, for every tier preferred to one the placement
-// granted, its matching and free GPUs in the cycle's inventory, so the event
-// says why that tier was not taken. A placement on first tiers costs nothing;
-// one on a fallback tier costs a scan of the inventory per passed-over tier
-// (matches are cached), not a pool build, which lists every claim.
-func (pl *Tiering) passedOver(ctx context.Context, cs fwk.CycleState, s *preFilterState, p *placement) []string {
+// granted, its matching GPUs in the cycle's inventory and what kept each
+// one that was not free, so the event says why that tier was not taken. A
+// placement on first tiers costs nothing; one on a fallback tier costs a
+// scan of the inventory per passed-over tier (matches are cached), not a
+// pool build, which lists every claim.
+func (pl *Tiering) passedOver(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, s *preFilterState, p *placement) []waits.PassedTier {
 	granted := map[string]int{} // request name -> granted tier
 	for _, g := range p.devices {
 		req, _, _ := strings.Cut(g.request, "/")
 		granted[req] = g.tier
 	}
-	var out []string
+	var out []waits.PassedTier
 	var inv *gpupool.Inventory
+	var excluded func(node string) bool
 	for _, r := range s.requests {
 		for ti := 0; ti < granted[r.Name] && ti < len(r.Tiers); ti++ {
 			if inv == nil {
@@ -116,48 +123,107 @@ func (pl *Tiering) passedOver(ctx context.Context, cs fwk.CycleState, s *preFilt
 					klog.FromContext(ctx).V(3).Info("Could not count passed-over tiers", "err", err)
 					return nil
 				}
+				excluded = pl.excludedNodes(pod)
 			}
-			out = append(out, pl.tierFree(ctx, inv, r.Tiers[ti]))
+			t := pl.tierFree(ctx, inv, r.Tiers[ti], excluded)
+			t.Tier = fmt.Sprintf("%d/%d", ti+1, len(r.Tiers))
+			if len(s.requests) > 1 {
+				t.Request = r.Name
+			}
+			out = append(out, t)
 		}
 	}
 	return out
 }
 
-// tierFree renders "H100 tier: 0 of 8 free", adding where the free ones
-// are when they would have sufficed in number but not on one node.
-func (pl *Tiering) tierFree(ctx context.Context, inv *gpupool.Inventory, tier gpupool.Tier) string {
+// excludedNodes reports whether the pod's node selector or required node
+// affinity excludes a node; a node the scheduler does not know is not
+// counted as excluded.
+func (pl *Tiering) excludedNodes(pod *v1.Pod) func(string) bool {
+	if len(pod.Spec.NodeSelector) == 0 && (pod.Spec.Affinity == nil || pod.Spec.Affinity.NodeAffinity == nil ||
+		pod.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil) {
+		return func(string) bool { return false }
+	}
+	required := nodeaffinity.GetRequiredNodeAffinity(pod)
+	lister := pl.handle.SnapshotSharedLister().NodeInfos()
+	seen := map[string]bool{}
+	return func(node string) bool {
+		if ex, ok := seen[node]; ok {
+			return ex
+		}
+		ni, err := lister.Get(node)
+		ex := false
+		if err == nil && ni.Node() != nil {
+			match, err := required.Match(ni.Node())
+			ex = err == nil && !match
+		}
+		seen[node] = ex
+		return ex
+	}
+}
+
+// tierFree counts one passed-over tier: its matching GPUs, the free ones
+// (and the most on one node), and why each other one was not free, under
+// the first of: on a node the pod may not use, reserved by a GPUReservation
+// the claim does not tolerate, allocated, tainted.
+func (pl *Tiering) tierFree(ctx context.Context, inv *gpupool.Inventory, tier gpupool.Tier, excluded func(string) bool) waits.PassedTier {
+	out := waits.PassedTier{Name: tier.Name, Need: int(tier.Count)}
 	m, err := pl.matcherFor(tier)
 	if err != nil {
-		return fmt.Sprintf("%s tier: device class %s not found", tier.Name, tier.Class)
+		out.Problem = fmt.Sprintf("device class %s not found", tier.Class)
+		return out
 	}
-	name, matching, free, block := tier.Name, 0, 0, 0
 	for _, node := range inv.Nodes {
-		var c deviceCounts
+		ex := excluded(node)
+		free := 0
 		for _, nd := range inv.ByNode[node] {
 			dev := inv.DeviceOf(node, nd)
 			d := &dev
 			if !m.Matches(ctx, d) {
 				continue
 			}
-			if matching == 0 {
+			if out.Matching == 0 {
 				if model := gpupool.StringAttribute(d.Device, d.ID.Driver.String(), gpuv1.AttributeModel); model != "" {
-					name = model
+					out.Name = model
 				}
 			}
-			matching++
-			c.add(d, tier)
+			out.Matching++
+			other, reservedBy := gpupool.Blocked(d.Device, tier.Tolerations)
+			switch {
+			case ex:
+				out.Excluded++
+			case other == nil && reservedBy != "":
+				if out.Reserved == nil {
+					out.Reserved = map[string]int{}
+				}
+				out.Reserved[reservationName(reservedBy)]++
+			case !d.FreeFor(tier):
+				out.Allocated++
+			case other != nil:
+				if out.Tainted == nil {
+					out.Tainted = map[string]int{}
+				}
+				out.Tainted[other.Key]++
+			default:
+				free++
+			}
 		}
-		free += c.free
-		block = max(block, c.free)
+		out.Free += free
+		out.LargestFree = max(out.LargestFree, free)
 	}
-	if matching == 0 {
-		return name + " tier: none in the pool"
+	if out.Matching == 0 {
+		out.Problem = "none in the pool"
 	}
-	msg := fmt.Sprintf("%s tier: %d of %d free", name, free, matching)
-	if free >= int(tier.Count) && block < int(tier.Count) {
-		msg += fmt.Sprintf(", at most %d on one node", block)
+	return out
+}
+
+// reservationName is "namespace/name" of the GPUReservation whose taint
+// value is value ("<namespace>.<name>"), else the value itself.
+func reservationName(value string) string {
+	if ns, name, ok := gpuv1.ParseReservedTaintValue(value); ok {
+		return ns + "/" + name
 	}
-	return msg
+	return value
 }
 
 // label names a granted device's tier for people: its model, else the

@@ -35,8 +35,8 @@ type placement struct {
 	node    string
 	devices []grantedDevice
 	// passedOver says, per tier preferred to a granted one, how much of it
-	// was free: "H100 tier: 0 of 8 free".
-	passedOver []string
+	// was free and what kept the rest: "H100 tier: 0 of 8 free — 8 allocated".
+	passedOver []waits.PassedTier
 }
 
 func (p *placement) Clone() fwk.StateData { return p }
@@ -78,7 +78,7 @@ func (pl *Tiering) Reserve(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, 
 	if st := pl.recheck(ctx, pod, s, p, stageReserve); st != nil {
 		return st
 	}
-	p.passedOver = pl.passedOver(ctx, cs, s, p)
+	p.passedOver = pl.passedOver(ctx, cs, pod, s, p)
 	cs.Write(reserveStateKey, p)
 	logger.V(4).Info("Tiered devices reserved", "pod", klog.KObj(pod), "node", nodeName, "devices", len(p.devices))
 	return nil

@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/dynamic-resource-allocation/structured"
 	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/rota-dev/rota/pkg/waits"
 )
 
 func TestExplainPlacement(t *testing.T) {
@@ -28,10 +30,10 @@ func TestExplainPlacement(t *testing.T) {
 			wantD: "dgx-a100-0/gpu-3=GPU-1234",
 		},
 		"fallback: four devices in one line, why the first tier was passed over": {
-			p: &placement{node: "dgx-a100-0", passedOver: []string{"H100 tier: 0 of 8 free"}, devices: []grantedDevice{
+			p: &placement{node: "dgx-a100-0", passedOver: []waits.PassedTier{{Tier: "1/2", Name: "H100", Need: 4, Matching: 8, Allocated: 6, Tainted: map[string]int{"gpu.rota.dev/unhealthy": 2}}}, devices: []grantedDevice{
 				dev("gpu-1", "GPU-b", 1, "a100", "A100"), dev("gpu-0", "GPU-a", 1, "a100", "A100"),
 				dev("gpu-2", "GPU-c", 1, "a100", "A100"), dev("gpu-3", "", 1, "a100", "A100")}},
-			wantTier: "2/2: A100", wantNote: "4 × A100 on dgx-a100-0 (gpu-0..3), tier 2/2; H100 tier: 0 of 8 free; policy v9",
+			wantTier: "2/2: A100", wantNote: "4 × A100 on dgx-a100-0 (gpu-0..3), tier 2/2; H100 tier: 0 of 8 free — 6 allocated, 2 tainted gpu.rota.dev/unhealthy; policy v9",
 			wantD: "dgx-a100-0/gpu-1=GPU-b, dgx-a100-0/gpu-0=GPU-a, dgx-a100-0/gpu-2=GPU-c, dgx-a100-0/gpu-3=unknown",
 		},
 		"devices that are not a run are listed": {

@@ -3,6 +3,7 @@ package waitreason
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -93,8 +94,8 @@ func (pl *WaitReason) releases(ctx context.Context, pods []*v1.Pod) []advisor.Re
 
 // adviseLater queues the pod for the unblock advice. The advice is never
 // computed in a scheduling cycle: PostFilter only queues the pod, and one
-// worker computes the advice from the informers' current state, one pod at
-// a time, repeated attempts of a pod coalesced into one computation.
+// worker computes the advice from the informers' current state, repeated
+// attempts of a pod coalesced into one computation.
 func (pl *WaitReason) adviseLater(pod *v1.Pod) {
 	pl.advice.Add(types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name})
 }
@@ -103,7 +104,12 @@ func newAdviceQueue() workqueue.TypedInterface[types.NamespacedName] {
 	return workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[types.NamespacedName]{Name: "rota_unblock_advice"})
 }
 
-// runAdvice computes advice until ctx ends.
+// adviceRound is the most pods the worker advises from one snapshot.
+const adviceRound = 100
+
+// runAdvice computes advice until ctx ends. Each round takes the pods
+// queued at that moment (at most adviceRound), builds the advisor's
+// snapshot once and advises them one after another in it.
 func (pl *WaitReason) runAdvice(ctx context.Context) {
 	go func() {
 		<-ctx.Done()
@@ -115,64 +121,99 @@ func (pl *WaitReason) runAdvice(ctx context.Context) {
 			if quit {
 				return
 			}
-			if err := pl.adviseOne(ctx, key); err != nil {
-				klog.FromContext(ctx).V(3).Info("Could not compute unblock advice", "pod", key, "err", err)
+			round := []types.NamespacedName{key}
+			for len(round) < adviceRound && pl.advice.Len() > 0 {
+				k, quit := pl.advice.Get()
+				if quit {
+					break
+				}
+				round = append(round, k)
 			}
-			pl.advice.Done(key)
+			if err := pl.adviseRound(ctx, round); err != nil {
+				klog.FromContext(ctx).V(3).Info("Could not compute unblock advice", "pods", round, "err", err)
+			}
+			for _, k := range round {
+				pl.advice.Done(k)
+			}
 		}
 	}()
 }
 
-// adviseOne computes one waiting pod's advice and hands it to the writer.
-func (pl *WaitReason) adviseOne(ctx context.Context, key types.NamespacedName) error {
-	pod, err := pl.pods.Pods(key.Namespace).Get(key.Name)
-	if err != nil || pod.Spec.NodeName != "" {
-		return nil //nolint:nilerr // gone or placed: nothing to advise
+// adviseRound computes the advice of the waiting pods among keys from one
+// snapshot of the scheduler's informers and the shared DRA manager, and
+// hands each to the writer.
+func (pl *WaitReason) adviseRound(ctx context.Context, keys []types.NamespacedName) error {
+	var waiting []*v1.Pod
+	for _, key := range keys {
+		pod, err := pl.pods.Pods(key.Namespace).Get(key.Name)
+		if err != nil || pod.Spec.NodeName != "" {
+			continue // gone or placed: nothing to advise
+		}
+		waiting = append(waiting, pod)
 	}
+	if len(waiting) == 0 {
+		return nil
+	}
+	logger := klog.FromContext(ctx)
 	start := pl.clock.Now()
-	adv, err := pl.computeAdvice(ctx, pod)
+	b, err := pl.adviceBuilder(ctx)
 	if err != nil {
 		return err
 	}
+	adv := advisor.New(b.Snapshot())
+	logger.V(4).Info("Unblock advice snapshot built", "pods", len(waiting), "took", pl.clock.Since(start).Round(time.Microsecond))
+	var errs []error
+	for _, pod := range waiting {
+		if err := pl.adviseOne(ctx, b, adv, pod); err != nil {
+			errs = append(errs, fmt.Errorf("pod %s: %w", klog.KObj(pod), err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// adviseOne computes one waiting pod's advice and hands it to the writer.
+func (pl *WaitReason) adviseOne(ctx context.Context, b *advisor.Builder, adv *advisor.Advisor, pod *v1.Pod) error {
+	start := pl.clock.Now()
+	unit, err := b.Unit(pod)
+	if err != nil {
+		return err
+	}
+	a := adv.Advise(unit, advisor.Options{MaxChecks: adviceMaxChecks})
 	summary, encoded := "", ""
-	if len(adv.Options) > 0 {
-		summary = string(adv.Options[0].Kind) + ": " + adv.Options[0].Summary
-		b, err := json.Marshal(adv)
+	if len(a.Options) > 0 {
+		summary = string(a.Options[0].Kind) + ": " + a.Options[0].Summary
+		raw, err := json.Marshal(a)
 		if err != nil {
 			return fmt.Errorf("encode advice: %w", err)
 		}
-		encoded = string(b)
+		encoded = string(raw)
 	}
 	pl.writer.Advise(pod, summary, encoded)
-	klog.FromContext(ctx).V(4).Info("Unblock advice", "pod", klog.KObj(pod), "options", len(adv.Options), "checks", adv.Checks,
-		"truncated", adv.Truncated, "took", pl.clock.Since(start).Round(time.Microsecond))
+	klog.FromContext(ctx).V(4).Info("Unblock advice", "pod", klog.KObj(pod), "options", len(a.Options), "checks", a.Checks,
+		"truncated", a.Truncated, "took", pl.clock.Since(start).Round(time.Microsecond))
 	return nil
 }
 
-// computeAdvice builds the advisor's snapshot from the scheduler's
-// informers and the shared DRA manager, and runs it for pod.
-func (pl *WaitReason) computeAdvice(ctx context.Context, pod *v1.Pod) (advisor.Advice, error) {
+// adviceBuilder builds the advisor's snapshot from the scheduler's
+// informers and the shared DRA manager.
+func (pl *WaitReason) adviceBuilder(ctx context.Context) (*advisor.Builder, error) {
 	pool, err := gpupool.Snapshot(ctx, pl.dra, &pl.caches.Slices)
 	if err != nil {
-		return advisor.Advice{}, err
+		return nil, err
 	}
 	pods, err := pl.pods.List(labels.Everything())
 	if err != nil {
-		return advisor.Advice{}, fmt.Errorf("list pods: %w", err)
+		return nil, fmt.Errorf("list pods: %w", err)
 	}
 	pdbs, err := pl.pdbs.List(labels.Everything())
 	if err != nil {
-		return advisor.Advice{}, fmt.Errorf("list PodDisruptionBudgets: %w", err)
+		return nil, fmt.Errorf("list PodDisruptionBudgets: %w", err)
 	}
-	snap, unit, err := advisor.Build(ctx, advisor.Objects{
+	return advisor.NewBuilder(ctx, advisor.Objects{
 		Pool: pool, Classes: pl.dra.DeviceClasses(), CEL: pl.caches.CEL, Matches: pl.caches.Matches,
 		Pods: pods, PDBs: pdbs, Limits: pl.caches.Limits.Get(), Releases: pl.releases(ctx, pods),
 		Claim: func(ns, name string) (*resourceapi.ResourceClaim, error) {
 			return pl.dra.ResourceClaims().Get(ns, name)
 		},
-	}, pod)
-	if err != nil {
-		return advisor.Advice{}, err
-	}
-	return advisor.Advise(snap, unit, advisor.Options{MaxChecks: adviceMaxChecks}), nil
+	})
 }

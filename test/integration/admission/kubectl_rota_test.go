@@ -176,7 +176,7 @@ func TestWhyFivePods(t *testing.T) {
 		notes = cp.PodEventNotes(t, fourth, "TieredPlacement")
 		return len(notes) == 1, strings.Join(notes, " | "), nil
 	})
-	wantNote := "4 × A100 on dgx-a100-0 (gpu-4..7), tier 2/2; H100 tier: 0 of 8 free; policy "
+	wantNote := "4 × A100 on dgx-a100-0 (gpu-4..7), tier 2/2; H100 tier: 0 of 8 free — 8 allocated; policy "
 	if !strings.HasPrefix(notes[0], wantNote) {
 		t.Errorf("TieredPlacement of train-4: %q, want it to start with %q", notes[0], wantNote)
 	}

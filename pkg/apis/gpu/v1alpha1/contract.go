@@ -111,6 +111,11 @@ const (
 	// DevicesAnnotation lists the devices a tiered pod was placed on with
 	// their UUIDs ("pool/device=UUID, ..."); it travels on the Binding.
 	DevicesAnnotation = "rota.dev/devices"
+	// PassedOverAnnotation carries, as JSON, the tiers preferred to the one
+	// a pod was placed on and why each was not used (free, allocated,
+	// tainted, reserved, excluded by node constraints); it travels on the
+	// Binding.
+	PassedOverAnnotation = "rota.dev/passed-over"
 	// WaitDetailAnnotation carries, as JSON, the numbers behind a waiting
 	// pod's rota.dev/Waiting condition (per tier: free, allocated,
 	// reserved, tainted, other model) for `kubectl rota why`.
