@@ -38,29 +38,48 @@ type forecaster struct {
 // pass reads its own part, not the whole cluster's.
 type forecastView struct {
 	*forecast.Forecast
-	windows map[string][]forecast.Overcommit
-	swaps   map[string][]forecast.Transition
+	// windows and swaps index Overcommits and the over-committed
+	// Transitions, in their order.
+	windows map[string][]int32
+	swaps   map[string][]int32
 }
 
 func newForecastView(f *forecast.Forecast) *forecastView {
-	v := &forecastView{Forecast: f, windows: map[string][]forecast.Overcommit{}, swaps: map[string][]forecast.Transition{}}
-	for _, oc := range f.Overcommits {
-		seen := map[string]bool{}
+	v := &forecastView{Forecast: f, windows: map[string][]int32{}, swaps: map[string][]int32{}}
+	for i, oc := range f.Overcommits {
+		last := ""
 		for _, t := range oc.Targets {
 			// A target is named namespace/schedule/target.
 			key, ok := scheduleOf(t)
-			if ok && !seen[key] {
-				seen[key] = true
-				v.windows[key] = append(v.windows[key], oc)
+			if !ok || key == last {
+				continue
+			}
+			last = key
+			if w := v.windows[key]; len(w) == 0 || w[len(w)-1] != int32(i) {
+				v.windows[key] = append(w, int32(i))
 			}
 		}
 	}
-	for _, tr := range f.Transitions {
+	for i, tr := range f.Transitions {
 		if len(tr.Over) > 0 {
-			v.swaps[tr.Schedule] = append(v.swaps[tr.Schedule], tr)
+			v.swaps[tr.Schedule] = append(v.swaps[tr.Schedule], int32(i))
 		}
 	}
 	return v
+}
+
+// of returns how many over-commits the schedule key has, the first one,
+// and its first over-committed transition (nil when none).
+func (v *forecastView) of(key string) (int, *forecast.Overcommit, *forecast.Transition) {
+	var oc *forecast.Overcommit
+	var tr *forecast.Transition
+	if w := v.windows[key]; len(w) > 0 {
+		oc = &v.Overcommits[w[0]]
+	}
+	if sw := v.swaps[key]; len(sw) > 0 {
+		tr = &v.Transitions[sw[0]]
+	}
+	return len(v.windows[key]), oc, tr
 }
 
 // scheduleOf is the "namespace/name" of the schedule a forecast target
@@ -147,24 +166,22 @@ func (p *pass) forecastCondition(ctx context.Context, loc *time.Location) {
 func overcommitOf(f *forecastView, ds *v1alpha1.DeploySchedule, loc *time.Location) (string, bool) {
 	key := ds.Namespace + "/" + ds.Name
 	const layout = "Mon 2006-01-02 15:04 MST"
-	windows, swaps := f.windows[key], f.swaps[key]
+	windows, oc, tr := f.of(key)
 	// The horizon, not its bounds: a message that changed every minute
 	// would write the status at every pass.
 	span := "the next " + forecastHorizon(f.To.Sub(f.From))
 	switch {
-	case len(windows) > 0 && (len(swaps) == 0 || !swaps[0].At.Before(windows[0].From)):
-		oc := windows[0]
+	case oc != nil && (tr == nil || !tr.At.Before(oc.From)):
 		msg := fmt.Sprintf("%d over-committed window(s) in %s; the first: %s %s to %s asks for %d of %d GPUs (%s): %s",
-			len(windows), span, forecast.ModelLabel(oc.Model), oc.From.In(loc).Format(layout), oc.To.In(loc).Format(layout), oc.Demand, oc.Capacity, oc.Reason, joinUpTo(oc.Targets, conditionMessageMax))
+			windows, span, forecast.ModelLabel(oc.Model), oc.From.In(loc).Format(layout), oc.To.In(loc).Format(layout), oc.Demand, oc.Capacity, oc.Reason, joinUpTo(oc.Targets, conditionMessageMax))
 		if len(oc.Others) > 0 && len(msg) <= conditionMessageMax {
 			msg += "; also running: " + joinUpTo(oc.Others, conditionMessageMax)
 		}
 		return msg, true
-	case len(swaps) > 0:
-		tr := swaps[0]
+	case tr != nil:
 		m := tr.Over[0]
 		return fmt.Sprintf("the transition at %s peaks at %d of %d %s GPUs while its steps run (%s)",
-			tr.At.In(loc).Format(layout), tr.Peak[m], f.Capacity[m], forecast.ModelLabel(m), joinUpTo(stepNames(tr), conditionMessageMax)), true
+			tr.At.In(loc).Format(layout), tr.Peak[m], f.Capacity[m], forecast.ModelLabel(m), joinUpTo(stepNames(*tr), conditionMessageMax)), true
 	}
 	return "the pool holds what every window asks for in " + span, false
 }

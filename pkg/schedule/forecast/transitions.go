@@ -53,7 +53,7 @@ func (r *run) transitions(timelines []*schedule.Timeline) {
 					}
 				}
 			}
-			r.stepWarnings(s, tr, sw.before, intentsAt(tl, tr.At))
+			r.stepWarnings(s, tr, sw.before, tl)
 			byInstant[tr.At.UnixNano()] = append(byInstant[tr.At.UnixNano()], sw)
 			all = append(all, sw)
 		}
@@ -62,20 +62,28 @@ func (r *run) transitions(timelines []*schedule.Timeline) {
 	for at, swaps := range byInstant {
 		instants[at] = r.instantDemand(segs, swaps)
 	}
-	r.out.Transitions = slices.Grow(r.out.Transitions, len(all))
-	for _, sw := range all {
-		d := instants[sw.tr.At.UnixNano()]
-		models := r.modelsOf(sw.mine)
-		out := Transition{Schedule: sw.s.Key(), At: sw.tr.At, Steps: sw.tr.Steps,
-			Before: only(d.before, models), Peak: only(d.peak, models), After: only(d.after, models)}
-		for _, m := range sortedKeys(out.Peak) {
-			if out.Peak[m] > r.out.Capacity[m] {
-				out.Over = append(out.Over, m)
-			}
-		}
-		r.out.Transitions = append(r.out.Transitions, out)
+	// In time order; at one instant, in the order the schedules came
+	// (byInstant keeps it).
+	order := make([]int64, 0, len(byInstant))
+	for at := range byInstant {
+		order = append(order, at)
 	}
-	sort.SliceStable(r.out.Transitions, func(i, j int) bool { return r.out.Transitions[i].At.Before(r.out.Transitions[j].At) })
+	slices.Sort(order)
+	r.out.Transitions = slices.Grow(r.out.Transitions, len(all))
+	for _, at := range order {
+		d := instants[at]
+		for _, sw := range byInstant[at] {
+			models := r.modelsOf(sw.mine)
+			out := Transition{Schedule: sw.s.Key(), At: sw.tr.At, Steps: sw.tr.Steps,
+				Before: only(d.before, models), Peak: only(d.peak, models), After: only(d.after, models)}
+			for _, m := range sortedKeys(out.Peak) {
+				if out.Peak[m] > r.out.Capacity[m] {
+					out.Over = append(out.Over, m)
+				}
+			}
+			r.out.Transitions = append(r.out.Transitions, out)
+		}
+	}
 	sort.SliceStable(r.out.Warnings, func(i, j int) bool { return r.out.Warnings[i].At.Before(r.out.Warnings[j].At) })
 }
 
@@ -174,15 +182,14 @@ func (r *run) loadDemand(running map[string]int32) map[string]int {
 	return out
 }
 
-// intentsAt are the targets' intents of the intervals that open at t.
-func intentsAt(tl *schedule.Timeline, t time.Time) map[string]schedule.Intent {
-	out := map[string]schedule.Intent{}
+// intentAt is the target's intent of the interval that opens at t in tl.
+func intentAt(tl *schedule.Timeline, target string, t time.Time) schedule.Intent {
 	for _, iv := range tl.Intervals {
-		if iv.Start.Equal(t) {
-			out[iv.Target] = iv.Intent
+		if iv.Target == target && iv.Start.Equal(t) {
+			return iv.Intent
 		}
 	}
-	return out
+	return schedule.Intent{}
 }
 
 // afterStep is the replicas of l once the step ran.

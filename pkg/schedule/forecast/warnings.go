@@ -55,7 +55,7 @@ func aliasOf(w *Workload, services []*v1.Service) string {
 // and release will: the alias guard on each stop, and each acquire step's
 // namespace quota once the steps before it ran. before is the running set
 // before the transition (read only).
-func (r *run) stepWarnings(s *Schedule, tr schedule.Transition, before map[string]int32, intents map[string]schedule.Intent) {
+func (r *run) stepWarnings(s *Schedule, tr schedule.Transition, before map[string]int32, tl *schedule.Timeline) {
 	// The replicas the steps so far changed; every other load runs as before.
 	changed := make(map[string]int32, len(tr.Steps))
 	replicas := func(name string) int32 {
@@ -69,10 +69,12 @@ func (r *run) stepWarnings(s *Schedule, tr schedule.Transition, before map[strin
 		if l == nil {
 			continue
 		}
-		if st.Action == schedule.ActionStop && l.Alias != "" && !intents[st.Target].AllowDowntime {
-			r.out.Warnings = append(r.out.Warnings, Warning{Reason: WarningAliasBlocked, Schedule: s.Key(), Target: st.Target, At: tr.At,
-				Message: fmt.Sprintf("target %s serves %s and the interval from %s (window %s) does not allow downtime: it keeps running",
-					st.Target, l.Alias, tr.At.Format(time.RFC3339), intents[st.Target].Source)})
+		if st.Action == schedule.ActionStop && l.Alias != "" {
+			if intent := intentAt(tl, st.Target, tr.At); !intent.AllowDowntime {
+				r.out.Warnings = append(r.out.Warnings, Warning{Reason: WarningAliasBlocked, Schedule: s.Key(), Target: st.Target, At: tr.At,
+					Message: fmt.Sprintf("target %s serves %s and the interval from %s (window %s) does not allow downtime: it keeps running",
+						st.Target, l.Alias, tr.At.Format(time.RFC3339), intent.Source)})
+			}
 		}
 		prev := replicas(l.Name)
 		changed[l.Name] = r.afterStep(l, st)
