@@ -18,6 +18,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 )
 
 func main() {
@@ -36,9 +37,20 @@ type options struct {
 	width   int
 	// colorMode is auto (colour only on a terminal), always or never.
 	colorMode string
+	// kubeAPIQPS and kubeAPIBurst limit the client: the forecast reads
+	// every schedule's workloads, thousands of reads on a large cluster,
+	// where client-go's default (5 a second) would take minutes.
+	kubeAPIQPS   float64
+	kubeAPIBurst int
 }
 
 func newRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
+	cmd, _ := newRoot(streams)
+	return cmd
+}
+
+// newRoot is the root command and the options its flags fill.
+func newRoot(streams genericiooptions.IOStreams) (*cobra.Command, *options) {
 	o := &options{config: genericclioptions.NewConfigFlags(true), streams: streams}
 	cmd := &cobra.Command{
 		Use:           "kubectl-rota",
@@ -50,14 +62,31 @@ func newRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	cmd.PersistentFlags().StringVarP(&o.output, "output", "o", "", "output format: empty for text, json or yaml (forecast: table, json or html)")
 	cmd.PersistentFlags().StringVar(&o.colorMode, "color", "auto", "colour text output: auto (only on a terminal), always or never")
 	cmd.PersistentFlags().IntVar(&o.width, "width", 100, "wrap text output at this many columns")
+	cmd.PersistentFlags().Float64Var(&o.kubeAPIQPS, "kube-api-qps", 50, "steady requests per second to the API server")
+	cmd.PersistentFlags().IntVar(&o.kubeAPIBurst, "kube-api-burst", 100, "requests that may be sent at once above --kube-api-qps")
 	cmd.AddCommand(newWhyCommand(o), newPoolCommand(o), newForecastCommand(o), newPreflightCommand(o), newDefragCommand(o))
-	return cmd
+	return cmd, o
+}
+
+// restConfig is the kubeconfig's client configuration with the rate
+// limits of --kube-api-qps and --kube-api-burst.
+func (o *options) restConfig() (*rest.Config, error) {
+	if o.kubeAPIQPS <= 0 || o.kubeAPIBurst < 1 {
+		return nil, fmt.Errorf("--kube-api-qps (%g) must be above 0 and --kube-api-burst (%d) at least 1", o.kubeAPIQPS, o.kubeAPIBurst)
+	}
+	cfg, err := o.config.ToRESTConfig()
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig: %w", err)
+	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = float32(o.kubeAPIQPS), o.kubeAPIBurst
+	return cfg, nil
 }
 
 func (o *options) clients() (kubernetes.Interface, dynamic.Interface, string, error) {
-	cfg, err := o.config.ToRESTConfig()
+	cfg, err := o.restConfig()
 	if err != nil {
-		return nil, nil, "", fmt.Errorf("kubeconfig: %w", err)
+		return nil, nil, "", err
 	}
 	ns, _, err := o.config.ToRawKubeConfigLoader().Namespace()
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -20,7 +21,10 @@ import (
 //     starting 32 pods would;
 //   - alone: one exclusive claim at a time (no GPU setting changes);
 //   - alone-interval-change: one time-sliced claim at a time, each the first
-//     on its GPU, so its interval changes (and changes back at unprepare).
+//     on its GPU, so its interval changes (and changes back at unprepare);
+//   - claims=1, 8, 32, 64: that many time-sliced claims (8 GiB each) all
+//     at once, round-robin over the 8 GPUs: how a node's prepare time grows
+//     with the pods starting on it together.
 //
 // Each call includes the helper's GET of the claim, the checkpoint writes
 // (fsync) and the CDI spec. It reports the per-call latency percentiles and
@@ -47,6 +51,18 @@ func BenchmarkNodePrepareResources(b *testing.B) {
 	b.Run("alone-interval-change", func(b *testing.B) {
 		benchPrepare(b, n, claims[:1], prepare, unprepare, false)
 	})
+	// The cost curve: k time-sliced claims at once, spread over the 8 GPUs
+	// (up to 8 per GPU, 8 GiB each, so 64 fit an 80 GiB H100).
+	const small = `{"apiVersion":"gpu.rota.dev/v1alpha1","kind":"GpuConfig","sharing":{"strategy":"TimeSlicing","timeSlicing":{"timeSlice":"Medium"}},"memoryMiB":8192}`
+	curve := make([]*resourceapi.ResourceClaim, 64)
+	for i := range curve {
+		curve[i] = n.allocatedClaim(ctx, "bench", fmt.Sprintf("k%02d", i), small, fmt.Sprintf("gpu-%d", i%8))
+	}
+	for _, k := range []int{1, 8, 32, 64} {
+		b.Run(fmt.Sprintf("claims=%d", k), func(b *testing.B) {
+			benchPrepare(b, n, curve[:k], prepare, unprepare, true)
+		})
+	}
 }
 
 func benchPrepare(b *testing.B, n *gpuNode, claims []*resourceapi.ResourceClaim, prepare, unprepare func(*resourceapi.ResourceClaim) error, concurrent bool) {
@@ -76,10 +92,12 @@ func benchPrepare(b *testing.B, n *gpuNode, claims []*resourceapi.ResourceClaim,
 		wg.Wait()
 	}
 	var writes float64
+	var cpu time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		before := checkpointWrites(b, n)
+		before, cpuBefore := checkpointWrites(b, n), processCPU()
 		run(prepare, true)
+		cpu += processCPU() - cpuBefore
 		writes += checkpointWrites(b, n) - before
 		b.StopTimer()
 		run(unprepare, false)
@@ -94,6 +112,18 @@ func benchPrepare(b *testing.B, n *gpuNode, claims []*resourceapi.ResourceClaim,
 	b.ReportMetric(pct(0.99), "p99-ms/claim")
 	b.ReportMetric(float64(len(claims)), "claims/op")
 	b.ReportMetric(writes/float64(b.N*len(claims)), "fsyncs/claim")
+	// The process's CPU during the prepares: the plugin's, but also the
+	// in-process API server's (it serves the claim reads).
+	b.ReportMetric(float64(cpu)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
+}
+
+// processCPU is the process's CPU time so far (user and system).
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // checkpointWrites reads the plugin's rota_driver_checkpoint_writes_total.

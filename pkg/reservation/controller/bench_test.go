@@ -32,13 +32,17 @@ import (
 // Sizes of the benchmark cluster (docs/benchmarks.md, "Reservation
 // controller"): nodes × GPUs, one reservation of benchHeld GPUs on each of
 // the first benchReservations nodes (ten per namespace), every other GPU
-// allocated to a claim.
+// allocated to a claim. BenchmarkReservationCurve varies nodes and
+// reservations.
 const (
 	benchNodes        = 1000
 	benchGPUsPerNode  = 8
 	benchReservations = 500
 	benchHeld         = 2
 )
+
+// benchSize is a benchmark cluster's nodes and reservations.
+type benchSize struct{ nodes, reservations int }
 
 // benchCluster is a controller whose informer caches hold the benchmark
 // cluster in its steady state: every reservation synced until a sync
@@ -56,12 +60,12 @@ type benchCluster struct {
 
 func benchNode(i int) string { return fmt.Sprintf("node-%04d", i) }
 
-func newBenchCluster(b *testing.B) *benchCluster {
+func newBenchCluster(b *testing.B, size benchSize) *benchCluster {
 	b.Helper()
 	ctx := klog.NewContext(context.Background(), klog.Background().V(10)) // quiet
 	var resObjs []runtime.Object
 	var keys []string
-	for i := range benchReservations {
+	for i := range size.reservations {
 		res := &rotav1.GPUReservation{
 			TypeMeta:   metav1.TypeMeta{APIVersion: rotav1.SchemeGroupVersion.String(), Kind: "GPUReservation"},
 			ObjectMeta: metav1.ObjectMeta{Namespace: fmt.Sprintf("team-%02d", i/10), Name: fmt.Sprintf("res-%03d", i)},
@@ -93,7 +97,7 @@ func newBenchCluster(b *testing.B) *benchCluster {
 		add(inf.Reservations.Informer(), o)
 	}
 	claims := 0
-	for n := range benchNodes {
+	for n := range size.nodes {
 		node := benchNode(n)
 		add(inf.Nodes.Informer(), &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}})
 		s := &resourceapi.ResourceSlice{
@@ -111,7 +115,7 @@ func newBenchCluster(b *testing.B) *benchCluster {
 				},
 				Capacity: map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{gpuv1.CapacityMemory: {Value: resource.MustParse("81559Mi")}},
 			})
-			if n < benchReservations && g < benchHeld {
+			if n < size.reservations && g < benchHeld {
 				continue // free for the node's reservation
 			}
 			claims++
@@ -143,7 +147,7 @@ func newBenchCluster(b *testing.B) *benchCluster {
 		}
 		bc.refresh()
 	}
-	b.Logf("cluster: %d nodes × %d GPUs, %d reservations of %d GPUs, %d allocated claims", benchNodes, benchGPUsPerNode, benchReservations, benchHeld, claims)
+	b.Logf("cluster: %d nodes × %d GPUs, %d reservations of %d GPUs, %d allocated claims", size.nodes, benchGPUsPerNode, size.reservations, benchHeld, claims)
 	return bc
 }
 
@@ -237,7 +241,10 @@ func (bc *benchCluster) drain(b *testing.B) int {
 // BenchmarkSync is one sync of one reservation in its steady state (it
 // writes nothing) in the benchmark cluster.
 func BenchmarkSync(b *testing.B) {
-	bc := newBenchCluster(b)
+	benchSync(b, newBenchCluster(b, benchSize{benchNodes, benchReservations}))
+}
+
+func benchSync(b *testing.B, bc *benchCluster) {
 	bc.client.ClearActions()
 	bc.dyn.ClearActions()
 	i := 0
@@ -261,7 +268,12 @@ func BenchmarkSync(b *testing.B) {
 // is drained once per burst; syncs/op is how many reservations it synced
 // (50 are touched).
 func BenchmarkEventStorm(b *testing.B) {
-	bc := newBenchCluster(b)
+	benchEventStorm(b, newBenchCluster(b, benchSize{benchNodes, benchReservations}), benchReservations)
+}
+
+// benchEventStorm: the rules of the first 50 reservations, the slices of
+// their nodes and of the 50 nodes after the reserved ones.
+func benchEventStorm(b *testing.B, bc *benchCluster, reservations int) {
 	rules, err := bc.c.rules.List(labels.Everything())
 	if err != nil {
 		b.Fatal(err)
@@ -276,7 +288,7 @@ func BenchmarkEventStorm(b *testing.B) {
 			ruleEvents = append(ruleEvents, r)
 		}
 	}
-	sliceEvents := append(append([]*resourceapi.ResourceSlice{}, bc.slices[:50]...), bc.slices[benchReservations:benchReservations+50]...)
+	sliceEvents := append(append([]*resourceapi.ResourceSlice{}, bc.slices[:50]...), bc.slices[reservations:reservations+50]...)
 	syncs := 0
 	cpu := startCPU()
 	for b.Loop() {
@@ -291,6 +303,39 @@ func BenchmarkEventStorm(b *testing.B) {
 	cpu.report(b)
 	b.ReportMetric(float64(syncs)/float64(b.N), "syncs/op")
 	b.ReportMetric(float64(len(ruleEvents)+len(sliceEvents)), "events/op")
+}
+
+// BenchmarkReservationCurve is how the controller's costs grow with the
+// cluster: for each size (nodes × 8 GPUs, reservations of 2 GPUs, every
+// other GPU allocated), one steady-state sync (sync), the 200-event burst
+// of BenchmarkEventStorm (storm: 50 reservations concerned, whatever the
+// size), and a sync of every reservation once (resync: what a restart or
+// a full requeue costs).
+func BenchmarkReservationCurve(b *testing.B) {
+	for _, size := range []benchSize{{250, 100}, {500, 100}, {500, 250}, {1000, 100}, {1000, 250}, {1000, 500}} {
+		b.Run(fmt.Sprintf("nodes=%d,reservations=%d", size.nodes, size.reservations), func(b *testing.B) {
+			bc := newBenchCluster(b, size)
+			b.Run("sync", func(b *testing.B) { benchSync(b, bc) })
+			b.Run("storm", func(b *testing.B) { benchEventStorm(b, bc, size.reservations) })
+			b.Run("resync", func(b *testing.B) {
+				bc.client.ClearActions()
+				bc.dyn.ClearActions()
+				cpu := startCPU()
+				for b.Loop() {
+					for _, k := range bc.keys {
+						if err := bc.c.sync(bc.ctx, k); err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+				cpu.report(b)
+				b.ReportMetric(float64(len(bc.keys)), "syncs/op")
+				if w := bc.writes(); len(w) != 0 {
+					b.Fatalf("steady-state syncs wrote %d times: %v", len(w), w[:min(len(w), 5)])
+				}
+			})
+		})
+	}
 }
 
 // cpuClock measures the process's CPU time (user and system), which the

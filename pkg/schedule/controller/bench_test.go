@@ -19,12 +19,64 @@ import (
 )
 
 // BenchmarkPass2000Schedules measures one controller pass over 2,000
-// DeploySchedules in steady state (every target converged, nothing to
-// submit), against fake clients, with the schedule informer running as in
-// production. Each schedule is docs/schedule.md's two-target example in its own
-// namespace-sized slice of names, driving its own two Deployments.
+// DeploySchedules against fake clients, with the schedule informer running
+// as in production. Each schedule is docs/schedule.md's two-target example
+// in its own namespace-sized slice of names, driving its own two
+// Deployments; every target is converged. Sub-benchmarks:
+//   - steady-state: the pass that repeats every pass period, the forecast
+//     cached;
+//   - forecast-recomputed: the pass after the forecast was forgotten (a
+//     schedule's spec changed, or the forecast period lapsed): the first
+//     schedule of the pass reads the cluster and computes the forecast.
 func BenchmarkPass2000Schedules(b *testing.B) {
-	const n = 2000
+	benchmarkPasses(b, 2000)
+}
+
+// BenchmarkPassCurve is BenchmarkPass2000Schedules at several sizes: how a
+// pass grows with the number of schedules.
+func BenchmarkPassCurve(b *testing.B) {
+	for _, n := range []int{250, 500, 1000, 2000, 4000} {
+		b.Run(fmt.Sprintf("schedules=%d", n), func(b *testing.B) { benchmarkPasses(b, n) })
+	}
+}
+
+func benchmarkPasses(b *testing.B, n int) {
+	e, names := passEnv(b, n)
+	pass := func(b *testing.B) {
+		for _, name := range names {
+			if _, err := e.ctrl.Reconcile(e.ctx, ns, name); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	report := func(b *testing.B, cpu time.Duration) {
+		b.ReportMetric(float64(n), "schedules/op")
+		// CPU time (user and system) per pass: wall time on a shared
+		// machine counts the other builds too.
+		b.ReportMetric(float64(cpuTime()-cpu)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
+	}
+	b.Run("steady-state", func(b *testing.B) {
+		b.ReportAllocs()
+		cpu := cpuTime()
+		for b.Loop() {
+			pass(b)
+		}
+		report(b, cpu)
+	})
+	b.Run("forecast-recomputed", func(b *testing.B) {
+		b.ReportAllocs()
+		cpu := cpuTime()
+		for b.Loop() {
+			e.ctrl.forecasts.forget()
+			pass(b)
+		}
+		report(b, cpu)
+	})
+}
+
+// passEnv is n converged schedules behind a synced informer, after the
+// first pass (which wrote each schedule's status).
+func passEnv(b *testing.B, n int) (*env, []string) {
 	var objs []runtime.Object
 	objs = append(objs, deviceClass(), node("gpu-node"), gpuSlice("gpu-node", 10))
 	objs = append(objs, claimTemplate("gpu8", 8), claimTemplate("gpu6", 6))
@@ -59,8 +111,8 @@ func BenchmarkPass2000Schedules(b *testing.B) {
 	if !cache.WaitForCacheSync(ctx.Done(), e.ctrl.informer.HasSynced) {
 		b.Fatal("informer not synced")
 	}
-	// First pass writes each schedule's status; the benchmark measures the
-	// steady state after it.
+	// The first pass writes each schedule's status; the passes measured
+	// come after it.
 	for _, name := range names {
 		if _, err := e.ctrl.Reconcile(ctx, ns, name); err != nil {
 			b.Fatal(err)
@@ -72,19 +124,7 @@ func BenchmarkPass2000Schedules(b *testing.B) {
 			b.Fatalf("schedule %s not converged before the benchmark: %v %+v", name, err, ds.Status)
 		}
 	}
-	b.ResetTimer()
-	cpu := cpuTime()
-	for b.Loop() {
-		for _, name := range names {
-			if _, err := e.ctrl.Reconcile(ctx, ns, name); err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
-	b.ReportMetric(float64(n), "schedules/op")
-	// CPU time (user and system) per pass: wall time on a shared machine
-	// counts the other builds too.
-	b.ReportMetric(float64(cpuTime()-cpu)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
+	return e, names
 }
 
 // cpuTime is the process's CPU time so far.

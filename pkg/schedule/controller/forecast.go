@@ -30,7 +30,70 @@ type forecaster struct {
 
 	mu     sync.Mutex
 	at     time.Time
-	result *forecast.Forecast
+	result *forecastView
+}
+
+// forecastView is a forecast with its over-commits and transitions indexed
+// by schedule ("namespace/name"), built once per forecast: every schedule's
+// pass reads its own part, not the whole cluster's.
+type forecastView struct {
+	*forecast.Forecast
+	// windows and swaps index Overcommits and the over-committed
+	// Transitions, in their order.
+	windows map[string][]int32
+	swaps   map[string][]int32
+}
+
+func newForecastView(f *forecast.Forecast) *forecastView {
+	v := &forecastView{Forecast: f, windows: map[string][]int32{}, swaps: map[string][]int32{}}
+	for i, oc := range f.Overcommits {
+		last := ""
+		for _, t := range oc.Targets {
+			// A target is named namespace/schedule/target.
+			key, ok := scheduleOf(t)
+			if !ok || key == last {
+				continue
+			}
+			last = key
+			if w := v.windows[key]; len(w) == 0 || w[len(w)-1] != int32(i) {
+				v.windows[key] = append(w, int32(i))
+			}
+		}
+	}
+	for i, tr := range f.Transitions {
+		if len(tr.Over) > 0 {
+			v.swaps[tr.Schedule] = append(v.swaps[tr.Schedule], int32(i))
+		}
+	}
+	return v
+}
+
+// of returns how many over-commits the schedule key has, the first one,
+// and its first over-committed transition (nil when none).
+func (v *forecastView) of(key string) (int, *forecast.Overcommit, *forecast.Transition) {
+	var oc *forecast.Overcommit
+	var tr *forecast.Transition
+	if w := v.windows[key]; len(w) > 0 {
+		oc = &v.Overcommits[w[0]]
+	}
+	if sw := v.swaps[key]; len(sw) > 0 {
+		tr = &v.Transitions[sw[0]]
+	}
+	return len(v.windows[key]), oc, tr
+}
+
+// scheduleOf is the "namespace/name" of the schedule a forecast target
+// ("namespace/name/target") belongs to.
+func scheduleOf(target string) (string, bool) {
+	i := strings.IndexByte(target, '/')
+	if i < 0 {
+		return "", false
+	}
+	j := strings.IndexByte(target[i+1:], '/')
+	if j < 0 {
+		return "", false
+	}
+	return target[:i+1+j], true
 }
 
 // forget drops the forecast; the next pass computes a new one.
@@ -41,7 +104,7 @@ func (f *forecaster) forget() {
 }
 
 // get returns the forecast from now, computing it when needed.
-func (f *forecaster) get(ctx context.Context) (*forecast.Forecast, error) {
+func (f *forecaster) get(ctx context.Context) (*forecastView, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	now := f.clock.Now()
@@ -64,8 +127,8 @@ func (f *forecaster) get(ctx context.Context) (*forecast.Forecast, error) {
 	if err != nil {
 		return nil, err
 	}
-	f.at, f.result = now, res
-	return res, nil
+	f.at, f.result = now, newForecastView(res)
+	return f.result, nil
 }
 
 // forecastCondition sets the schedule's Forecast condition and queues a
@@ -100,43 +163,45 @@ func (p *pass) forecastCondition(ctx context.Context, loc *time.Location) {
 
 // overcommitOf describes the first over-committed window or transition of
 // the forecast that involves one of ds's targets.
-func overcommitOf(f *forecast.Forecast, ds *v1alpha1.DeploySchedule, loc *time.Location) (string, bool) {
+func overcommitOf(f *forecastView, ds *v1alpha1.DeploySchedule, loc *time.Location) (string, bool) {
 	key := ds.Namespace + "/" + ds.Name
 	const layout = "Mon 2006-01-02 15:04 MST"
-	var windows []forecast.Overcommit
-	for _, oc := range f.Overcommits {
-		for _, t := range oc.Targets {
-			if strings.HasPrefix(t, key+"/") {
-				windows = append(windows, oc)
-				break
-			}
-		}
-	}
-	var swaps []forecast.Transition
-	for _, tr := range f.Transitions {
-		if tr.Schedule == key && len(tr.Over) > 0 {
-			swaps = append(swaps, tr)
-		}
-	}
+	windows, oc, tr := f.of(key)
 	// The horizon, not its bounds: a message that changed every minute
 	// would write the status at every pass.
 	span := "the next " + forecastHorizon(f.To.Sub(f.From))
 	switch {
-	case len(windows) > 0 && (len(swaps) == 0 || !swaps[0].At.Before(windows[0].From)):
-		oc := windows[0]
+	case oc != nil && (tr == nil || !tr.At.Before(oc.From)):
 		msg := fmt.Sprintf("%d over-committed window(s) in %s; the first: %s %s to %s asks for %d of %d GPUs (%s): %s",
-			len(windows), span, forecast.ModelLabel(oc.Model), oc.From.In(loc).Format(layout), oc.To.In(loc).Format(layout), oc.Demand, oc.Capacity, oc.Reason, strings.Join(oc.Targets, ", "))
-		if len(oc.Others) > 0 {
-			msg += "; also running: " + strings.Join(oc.Others, ", ")
+			windows, span, forecast.ModelLabel(oc.Model), oc.From.In(loc).Format(layout), oc.To.In(loc).Format(layout), oc.Demand, oc.Capacity, oc.Reason, joinUpTo(oc.Targets, conditionMessageMax))
+		if len(oc.Others) > 0 && len(msg) <= conditionMessageMax {
+			msg += "; also running: " + joinUpTo(oc.Others, conditionMessageMax)
 		}
 		return msg, true
-	case len(swaps) > 0:
-		tr := swaps[0]
+	case tr != nil:
 		m := tr.Over[0]
 		return fmt.Sprintf("the transition at %s peaks at %d of %d %s GPUs while its steps run (%s)",
-			tr.At.In(loc).Format(layout), tr.Peak[m], f.Capacity[m], forecast.ModelLabel(m), strings.Join(stepNames(tr), ", ")), true
+			tr.At.In(loc).Format(layout), tr.Peak[m], f.Capacity[m], forecast.ModelLabel(m), joinUpTo(stepNames(*tr), conditionMessageMax)), true
 	}
 	return "the pool holds what every window asks for in " + span, false
+}
+
+// joinUpTo joins names with ", " until the result is longer than n: a
+// condition message keeps its first conditionMessageMax bytes, so the
+// names past them (thousands of targets sharing an over-committed window)
+// need not be joined.
+func joinUpTo(names []string, n int) string {
+	var b strings.Builder
+	for i, name := range names {
+		if b.Len() > n {
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(name)
+	}
+	return b.String()
 }
 
 // forecastHorizon says d in days when it is whole days.

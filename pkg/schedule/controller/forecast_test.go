@@ -1,16 +1,21 @@
 package controller
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic/dynamicinformer"
 	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
 )
@@ -120,5 +125,104 @@ func TestForecastUnknownAndLeftOut(t *testing.T) {
 	c = meta.FindStatusCondition(e.schedule("pool").Status.Conditions, v1alpha1.ConditionForecast)
 	if c == nil || c.Status != metav1.ConditionUnknown || c.Reason != v1alpha1.ReasonForecastFailed || !strings.Contains(c.Message, "etcd is on fire") {
 		t.Fatalf("Forecast %+v, want Unknown saying why", c)
+	}
+}
+
+// TestForecastFollowsItsInputs: the forecast is shared by every schedule
+// and computed again only when its inputs may have changed — at once when
+// a schedule's spec changes (its generation), and for what the controller
+// reads by list (capacity, claims) when the forecast period lapses — not
+// when the controller's own status writes come back through the informer.
+func TestForecastFollowsItsInputs(t *testing.T) {
+	e := newEnv(t, at(19, 0, 0), forecastPool()...)
+	e.addSchedule(weekSchedule())
+	factory := dynamicinformer.NewDynamicSharedInformerFactory(e.dyn, 0)
+	if err := e.ctrl.watch(factory); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	factory.Start(stop)
+	defer func() {
+		close(stop)
+		factory.Shutdown()
+	}()
+	if !cache.WaitForCacheSync(stop, e.ctrl.informer.HasSynced) {
+		t.Fatal("informer not synced")
+	}
+	forecast := func() metav1.Condition {
+		t.Helper()
+		c := meta.FindStatusCondition(e.schedule("pool").Status.Conditions, v1alpha1.ConditionForecast)
+		if c == nil {
+			t.Fatal("no Forecast condition")
+		}
+		return *c
+	}
+	// seen waits until the informer holds the schedule as stored, so the
+	// controller's own status writes have reached its handlers.
+	seen := func() {
+		t.Helper()
+		err := wait.PollUntilContextTimeout(e.ctx, 10*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+			obj, ok, err := e.ctrl.informer.GetStore().GetByKey(ns + "/pool")
+			if err != nil || !ok {
+				return false, err
+			}
+			return obj.(metav1.Object).GetResourceVersion() == e.schedule("pool").ResourceVersion, nil
+		})
+		if err != nil {
+			t.Fatalf("informer never saw the stored schedule: %v", err)
+		}
+	}
+	resize := func(n int) {
+		t.Helper()
+		s := gpuSlice("gpu-node", n)
+		if _, err := e.client.ResourceV1().ResourceSlices().Update(e.ctx, s, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	e.mustPass("pool")
+	if c := forecast(); c.Status != metav1.ConditionTrue {
+		t.Fatalf("Forecast %s: %s, want True on 10 GPUs", c.Status, c.Message)
+	}
+	// 8 GPUs: business hours ask for 10 (llama70b 8, bge 2).
+	resize(8)
+	for range 3 {
+		e.mustPass("pool")
+		seen()
+	}
+	if c := forecast(); c.Status != metav1.ConditionTrue {
+		t.Fatalf("Forecast %s: %s; want the forecast reused within its period (status writes are no new input)", c.Status, c.Message)
+	}
+	e.clock.Step(DefaultForecastPeriod)
+	e.mustPass("pool")
+	if c := forecast(); c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "asks for 10 of 8 GPUs (count)") {
+		t.Fatalf("Forecast %s: %s; want False on 8 GPUs once the period lapsed", c.Status, c.Message)
+	}
+	// Back to 10 GPUs, and a spec change: the forecast is computed again at
+	// once, with no time passing.
+	resize(10)
+	e.mustPass("pool")
+	seen()
+	if c := forecast(); c.Status != metav1.ConditionFalse {
+		t.Fatalf("Forecast %s: %s; want the forecast reused within its period", c.Status, c.Message)
+	}
+	ds := e.schedule("pool")
+	ds.Spec.Windows[0].Priority++
+	ds.Generation++
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(ds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.dyn.Resource(v1alpha1.DeploySchedulesResource).Namespace(ns).Update(e.ctx, unstructuredOf(obj), metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The informer's handler forgets the forecast after its store holds the
+	// new spec; pass until it has (the clock stands still).
+	if err := wait.PollUntilContextTimeout(e.ctx, 10*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		e.mustPass("pool")
+		return forecast().Status == metav1.ConditionTrue, nil
+	}); err != nil {
+		c := forecast()
+		t.Fatalf("Forecast %s: %s; want True on 10 GPUs after the spec changed", c.Status, c.Message)
 	}
 }

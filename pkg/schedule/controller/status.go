@@ -86,10 +86,14 @@ func (r *statusRecord) derivePhase(t *target) {
 	}
 }
 
+// conditionMessageMax is the longest condition message the controller
+// writes; a longer one is cut.
+const conditionMessageMax = 2048
+
 // setCondition sets one of the schedule's conditions.
 func (r *statusRecord) setCondition(typ string, status metav1.ConditionStatus, reason, msg string) {
 	meta.SetStatusCondition(&r.ds.Status.Conditions, metav1.Condition{
-		Type: typ, Status: status, Reason: reason, Message: truncate(msg, 2048),
+		Type: typ, Status: status, Reason: reason, Message: truncate(msg, conditionMessageMax),
 		ObservedGeneration: r.ds.Generation, LastTransitionTime: metav1.NewTime(r.now),
 	})
 }

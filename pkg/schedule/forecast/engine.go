@@ -31,6 +31,8 @@ type run struct {
 	unmatched map[string]bool
 	// packed remembers packing answers by running set.
 	packed map[string]packResult
+	// quotas answers the transitions' quota checks.
+	quotas *quotaCheck
 	out    *Forecast
 }
 
@@ -49,7 +51,8 @@ func Run(ctx context.Context, in Input) (*Forecast, error) {
 	// The schedules are copied: a target left out is removed from the copy.
 	in.Schedules = append([]Schedule(nil), in.Schedules...)
 	r := &run{in: &in, pool: newPool(&in), previewr: preview.New(), loads: map[string]*Load{},
-		perPod: map[string][]map[string]int{}, packed: map[string]packResult{}, unmatched: map[string]bool{}}
+		perPod: map[string][]map[string]int{}, packed: map[string]packResult{}, unmatched: map[string]bool{},
+		quotas: newQuotaCheck(in.Quotas)}
 	r.out = &Forecast{From: in.From, To: in.To, Capacity: r.pool.capacity, Nodes: r.pool.nodes, Notes: append([]string(nil), in.Notes...)}
 	r.fixed, r.holders = r.pool.allocatedByModel(in.Allocated)
 	r.fixedNodes = r.pool.allocatedByNode(in.Allocated)

@@ -2,6 +2,7 @@ package forecast
 
 import (
 	"maps"
+	"slices"
 	"sort"
 	"time"
 
@@ -23,14 +24,20 @@ type swap struct {
 // their steps run in order. Schedules act independently: another schedule
 // changing at the same instant may be at any of its stages, so it counts
 // at its own peak.
+//
+// The demand before, at the peak of and after an instant is the same for
+// every transition at that instant, so it is computed once per instant
+// from the segments around it (demand adds up load by load), not once per
+// transition from every load.
 func (r *run) transitions(timelines []*schedule.Timeline) {
+	segs := r.segmentIndex()
 	byInstant := map[int64][]*swap{}
 	var all []*swap
 	for i, tl := range timelines {
 		s := &r.in.Schedules[i]
 		for _, tr := range tl.Transitions {
-			sw := &swap{s: s, tr: tr, before: r.stateAt(tr.At, false), mine: map[string]bool{}, peak: map[string]int{}}
-			cur := map[string]int32{}
+			sw := &swap{s: s, tr: tr, before: segs.running(tr.At, false), mine: map[string]bool{}, peak: map[string]int{}}
+			cur := make(map[string]int32, len(tr.Steps))
 			for _, st := range tr.Steps {
 				if l := s.Targets[st.Target]; l != nil {
 					sw.mine[l.Name] = true
@@ -46,44 +53,119 @@ func (r *run) transitions(timelines []*schedule.Timeline) {
 					}
 				}
 			}
-			r.stepWarnings(s, tr, sw.before, intentsAt(tl, tr.At))
+			r.stepWarnings(s, tr, sw.before, tl)
 			byInstant[tr.At.UnixNano()] = append(byInstant[tr.At.UnixNano()], sw)
 			all = append(all, sw)
 		}
 	}
-	for _, sw := range all {
-		// base: the fixed claims and every load no schedule changes now.
-		changing := map[string]bool{}
-		for _, other := range byInstant[sw.tr.At.UnixNano()] {
-			for name := range other.mine {
-				changing[name] = true
-			}
-		}
-		rest := map[string]int32{}
-		for name, n := range sw.before {
-			if !changing[name] {
-				rest[name] = n
-			}
-		}
-		peak := r.demand(rest)
-		for _, other := range byInstant[sw.tr.At.UnixNano()] {
-			for m, n := range other.peak {
-				peak[m] += n
-			}
-		}
-		out := Transition{Schedule: sw.s.Key(), At: sw.tr.At, Steps: sw.tr.Steps,
-			Before: r.demand(sw.before), Peak: peak, After: r.demand(r.stateAt(sw.tr.At, true))}
-		models := r.modelsOf(sw.mine)
-		out.Before, out.Peak, out.After = only(out.Before, models), only(out.Peak, models), only(out.After, models)
-		for _, m := range sortedKeys(out.Peak) {
-			if out.Peak[m] > r.out.Capacity[m] {
-				out.Over = append(out.Over, m)
-			}
-		}
-		r.out.Transitions = append(r.out.Transitions, out)
+	instants := make(map[int64]instantDemand, len(byInstant))
+	for at, swaps := range byInstant {
+		instants[at] = r.instantDemand(segs, swaps)
 	}
-	sort.SliceStable(r.out.Transitions, func(i, j int) bool { return r.out.Transitions[i].At.Before(r.out.Transitions[j].At) })
+	// In time order; at one instant, in the order the schedules came
+	// (byInstant keeps it).
+	order := make([]int64, 0, len(byInstant))
+	for at := range byInstant {
+		order = append(order, at)
+	}
+	slices.Sort(order)
+	r.out.Transitions = slices.Grow(r.out.Transitions, len(all))
+	for _, at := range order {
+		d := instants[at]
+		for _, sw := range byInstant[at] {
+			models := r.modelsOf(sw.mine)
+			out := Transition{Schedule: sw.s.Key(), At: sw.tr.At, Steps: sw.tr.Steps,
+				Before: only(d.before, models), Peak: only(d.peak, models), After: only(d.after, models)}
+			for _, m := range sortedKeys(out.Peak) {
+				if out.Peak[m] > r.out.Capacity[m] {
+					out.Over = append(out.Over, m)
+				}
+			}
+			r.out.Transitions = append(r.out.Transitions, out)
+		}
+	}
 	sort.SliceStable(r.out.Warnings, func(i, j int) bool { return r.out.Warnings[i].At.Before(r.out.Warnings[j].At) })
+}
+
+// instantDemand is the demand per model around one instant where
+// schedules change: before it, at its peak and after it.
+type instantDemand struct {
+	before, peak, after map[string]int
+}
+
+// instantDemand computes the demand around the instant of swaps (every
+// transition at that instant). The peak is the fixed claims and every load
+// no schedule changes then, plus each changing schedule at its own peak:
+// the demand before, less what the changing loads ran before.
+func (r *run) instantDemand(segs segmentIndex, swaps []*swap) instantDemand {
+	at := swaps[0].tr.At
+	d := instantDemand{before: segs.demand(r, at, false), after: segs.demand(r, at, true)}
+	before := swaps[0].before
+	changing := map[string]int32{}
+	for _, sw := range swaps {
+		for name := range sw.mine {
+			if n, ok := before[name]; ok {
+				changing[name] = n
+			}
+		}
+	}
+	d.peak = maps.Clone(d.before)
+	for m, n := range r.loadDemand(changing) {
+		d.peak[m] -= n
+	}
+	for _, sw := range swaps {
+		for m, n := range sw.peak {
+			d.peak[m] += n
+		}
+	}
+	return d
+}
+
+// segmentIndex finds the segment that ends (or starts) at an instant.
+type segmentIndex struct {
+	segments   []Segment
+	ends, from map[int64]int
+}
+
+func (r *run) segmentIndex() segmentIndex {
+	idx := segmentIndex{segments: r.out.Segments, ends: make(map[int64]int, len(r.out.Segments)), from: make(map[int64]int, len(r.out.Segments))}
+	for i, seg := range r.out.Segments {
+		// The first one, if two shared an instant.
+		if _, ok := idx.ends[seg.To.UnixNano()]; !ok {
+			idx.ends[seg.To.UnixNano()] = i
+		}
+		if _, ok := idx.from[seg.From.UnixNano()]; !ok {
+			idx.from[seg.From.UnixNano()] = i
+		}
+	}
+	return idx
+}
+
+func (x segmentIndex) find(t time.Time, after bool) (int, bool) {
+	if after {
+		i, ok := x.from[t.UnixNano()]
+		return i, ok
+	}
+	i, ok := x.ends[t.UnixNano()]
+	return i, ok
+}
+
+// running is the running set of the segment that ends at t (after: that
+// starts at t), empty if none. It is the segment's own map: read only.
+func (x segmentIndex) running(t time.Time, after bool) map[string]int32 {
+	if i, ok := x.find(t, after); ok {
+		return x.segments[i].Running
+	}
+	return map[string]int32{}
+}
+
+// demand is the demand of that running set, fixed claims included: a
+// copy of the segment's.
+func (x segmentIndex) demand(r *run, t time.Time, after bool) map[string]int {
+	if i, ok := x.find(t, after); ok {
+		return maps.Clone(x.segments[i].Demand)
+	}
+	return r.demand(map[string]int32{})
 }
 
 // loadDemand is what the running loads ask for, without the fixed claims.
@@ -100,26 +182,14 @@ func (r *run) loadDemand(running map[string]int32) map[string]int {
 	return out
 }
 
-// intentsAt are the targets' intents of the intervals that open at t.
-func intentsAt(tl *schedule.Timeline, t time.Time) map[string]schedule.Intent {
-	out := map[string]schedule.Intent{}
+// intentAt is the target's intent of the interval that opens at t in tl.
+func intentAt(tl *schedule.Timeline, target string, t time.Time) schedule.Intent {
 	for _, iv := range tl.Intervals {
-		if iv.Start.Equal(t) {
-			out[iv.Target] = iv.Intent
+		if iv.Target == target && iv.Start.Equal(t) {
+			return iv.Intent
 		}
 	}
-	return out
-}
-
-// stateAt is the running set of the segment that ends at t (after: that
-// starts at t).
-func (r *run) stateAt(t time.Time, after bool) map[string]int32 {
-	for i, seg := range r.out.Segments {
-		if (after && seg.From.Equal(t)) || (!after && seg.To.Equal(t)) {
-			return maps.Clone(r.out.Segments[i].Running)
-		}
-	}
-	return map[string]int32{}
+	return schedule.Intent{}
 }
 
 // afterStep is the replicas of l once the step ran.
