@@ -170,13 +170,14 @@ func (u *usage) add(cpu, rss int64) {
 	u.peakRSS = max(u.peakRSS, rss)
 }
 
-// writeTable prints one row per workload, in name order.
+// writeTable prints one row per workload, by family and then by node
+// count.
 func writeTable(out io.Writer, samples map[string]map[string]*result) {
 	keys := make([]string, 0, len(samples))
 	for k := range samples {
 		keys = append(keys, k)
 	}
-	slices.Sort(keys)
+	slices.SortFunc(keys, compareWorkloads)
 	row := func(format string, args ...any) {
 		fmt.Fprintln(out, strings.TrimRight(fmt.Sprintf(format, args...), " "))
 	}
@@ -198,6 +199,30 @@ func writeTable(out io.Writer, samples map[string]map[string]*result) {
 			msPerPod(stock.cpuPerPod), msPerPod(rota.cpuPerPod), ratio(stock.cpuPerPod, rota.cpuPerPod),
 			mib(stock.peakRSS), mib(rota.peakRSS), tierShares(stock.tiers), tierShares(rota.tiers))
 	}
+}
+
+// compareWorkloads orders "family/<N>nodes_..." keys by family, then by the
+// number their workload name starts with, then by name.
+func compareWorkloads(a, b string) int {
+	fa, wa, _ := strings.Cut(a, "/")
+	fb, wb, _ := strings.Cut(b, "/")
+	if c := strings.Compare(fa, fb); c != 0 {
+		return c
+	}
+	if c := leadingNumber(wa) - leadingNumber(wb); c != 0 {
+		return c
+	}
+	return strings.Compare(wa, wb)
+}
+
+// leadingNumber is the number s starts with, 0 if none.
+func leadingNumber(s string) int {
+	i := 0
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	n, _ := strconv.Atoi(s[:i])
+	return n
 }
 
 // ratio is the ratio of the medians of a and b, "n/a" without both.

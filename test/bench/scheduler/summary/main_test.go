@@ -63,6 +63,27 @@ BusyH100/40nodes_100pods         3/1         11.0         11.0   1.00       20.0
 	}
 }
 
+// TestRunOrder: rows go by family, then by node count, not by name.
+func TestRunOrder(t *testing.T) {
+	in := `BenchmarkPerfScheduling/MixedGPUsStock/500nodes_1000pods-2   1   1 SchedulingDuration/Duration   5 SchedulingThroughput/Average
+BenchmarkPerfScheduling/MixedGPUsStock/2000nodes_500pods-2   1   1 SchedulingDuration/Duration   2 SchedulingThroughput/Average
+BenchmarkPerfScheduling/MixedGPUsStock/40nodes_100pods-2   1   1 SchedulingDuration/Duration   9 SchedulingThroughput/Average
+BenchmarkPerfScheduling/BusyH100Stock/500nodes_1000pods-2   1   1 SchedulingDuration/Duration   4 SchedulingThroughput/Average
+`
+	var out strings.Builder
+	if err := run(strings.NewReader(in), &out); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n")[1:] {
+		got = append(got, strings.Fields(line)[0])
+	}
+	want := []string{"BusyH100/500nodes_1000pods", "MixedGPUs/40nodes_100pods", "MixedGPUs/500nodes_1000pods", "MixedGPUs/2000nodes_500pods"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("row order (-want +got):\n%s", diff)
+	}
+}
+
 func TestRunBadUsage(t *testing.T) {
 	for _, line := range []string{"rota-bench-tier 1/2 x 1", "rota-bench-tier 1/2 1 y", "rota-bench-tier a/2 1 1"} {
 		if err := run(strings.NewReader(line+"\n"), &strings.Builder{}); err == nil {
