@@ -138,25 +138,41 @@ bin/etcd: go.mod
 	$(GO) build -o $@ go.etcd.io/etcd/server/v3
 
 # Upstream's scheduler_perf with the stock and the Rota profile in one run
-# (test/bench/scheduler); prints the median throughput of each and the ratio.
+# (test/bench/scheduler); prints, per workload, the median throughput, CPU
+# per pod and peak RSS of each profile, the ratios and the tier shares.
+# BENCH_LABELS picks workloads by label: performance (default: the 500-node
+# runs), scale (40 to 2,000 nodes and BusyH100; bench-scheduler-scale),
+# small (40 nodes), large (1,000 and 2,000), huge (5,000 nodes), busy
+# (BusyH100); "a,b" needs both, "-a" excludes. BENCH_FLAGS passes more flags
+# to the test binary, e.g. -perf-cpuprofile (one CPU profile per workload,
+# written beside the data items in bin/bench-scheduler).
 BENCH_COUNT ?= 3
 BENCH_LABELS ?= performance
 # Narrow to some test cases, e.g. BENCH=BenchmarkPerfScheduling/MixedGPUs.
 BENCH ?= BenchmarkPerfScheduling
+BENCH_FLAGS ?=
 .PHONY: bench-scheduler
-bench-scheduler: bin/etcd ## Scheduler throughput: stock vs Rota profile (scheduler_perf).
+bench-scheduler: bin/etcd ## Scheduler throughput and CPU per pod: stock vs Rota profile (scheduler_perf).
 	mkdir -p bin/bench-scheduler
 	$(GO) test -tags benchscheduler -c -o bin/bench-scheduler/scheduler.test ./test/bench/scheduler
 	@# One repetition at a time, so stock and Rota runs alternate and a change
 	@# in machine load does not favour whichever profile happens to run later.
 	: > bin/bench-scheduler.out
+	uptime | tee -a bin/bench-scheduler.out
 	cd test/bench/scheduler && for i in $$(seq $(BENCH_COUNT)); do \
 		PATH=$(CURDIR)/bin:$$PATH $(CURDIR)/bin/bench-scheduler/scheduler.test -test.run '^$$' \
 			-test.bench '$(BENCH)' -test.benchtime 1x -test.count 1 -test.timeout 120m \
 			-perf-scheduling-label-filter=$(BENCH_LABELS) -data-items-dir=$(CURDIR)/bin/bench-scheduler \
-			2>&1 | tee -a $(CURDIR)/bin/bench-scheduler.out || exit 1; \
+			$(BENCH_FLAGS) 2>&1 | tee -a $(CURDIR)/bin/bench-scheduler.out || exit 1; \
 	done
+	uptime | tee -a bin/bench-scheduler.out
 	$(GO) run ./test/bench/scheduler/summary < bin/bench-scheduler.out
+
+# MixedGPUs at 40, 500, 1,000 and 2,000 nodes and BusyH100 at 40 and 500,
+# stock and Rota alternating (5,000 nodes: BENCH_LABELS=huge).
+.PHONY: bench-scheduler-scale
+bench-scheduler-scale: ## Scheduler stock vs Rota from 40 to 2,000 nodes x 8 GPUs, and with busy H100 nodes.
+	$(MAKE) --no-print-directory bench-scheduler BENCH_LABELS=scale BENCH='BenchmarkPerfScheduling/(MixedGPUs|BusyH100)'
 
 # Every fuzz target for FUZZTIME each, one after the other (hack/fuzz.sh);
 # FUZZ_KEEP=1 keeps the inputs found interesting under testdata/fuzz.

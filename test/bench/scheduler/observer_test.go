@@ -23,7 +23,9 @@ import (
 const observerName = "BenchTierObserver"
 
 // tierLinePrefix starts each line the observer prints:
-// "rota-bench-tier <tier>/<tiers>", tier 1-based, "0/0" for no tiered claim.
+// "rota-bench-tier <tier>/<tiers> <cpu-ns> <peak-rss-bytes>", tier 1-based,
+// "0/0" for no tiered claim; cpu-ns is the benchmark process's CPU time
+// (user+system) so far and peak-rss-bytes its VmHWM (see usage.go).
 const tierLinePrefix = "rota-bench-tier"
 
 type tierObserver struct {
@@ -35,6 +37,8 @@ type tierObserver struct {
 func newTierObserver(out io.Writer) func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) {
 	mu := &sync.Mutex{}
 	return func(_ context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+		// A workload's scheduler starts: its peak RSS counts from here.
+		resetPeakRSS()
 		return &tierObserver{dra: h.SharedDRAManager(), mu: mu, out: out}, nil
 	}
 }
@@ -42,6 +46,10 @@ func newTierObserver(out io.Writer) func(context.Context, runtime.Object, fwk.Ha
 func (o *tierObserver) Name() string { return observerName }
 
 func (o *tierObserver) PostBind(_ context.Context, _ fwk.CycleState, pod *v1.Pod, _ string) {
+	if len(pod.Spec.ResourceClaims) == 0 {
+		// A workload's setup pod (BusyH100's CPU fillers), not a measured one.
+		return
+	}
 	tier, tiers := 0, 0
 	for i := range pod.Spec.ResourceClaims {
 		name, _, err := resourceclaim.Name(pod, &pod.Spec.ResourceClaims[i])
@@ -60,7 +68,7 @@ func (o *tierObserver) PostBind(_ context.Context, _ fwk.CycleState, pod *v1.Pod
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	fmt.Fprintf(o.out, "%s %d/%d\n", tierLinePrefix, tier, tiers)
+	fmt.Fprintf(o.out, "%s %d/%d %d %d\n", tierLinePrefix, tier, tiers, processCPU().Nanoseconds(), peakRSS())
 }
 
 // subrequestRank returns the 1-based position of "<request>/<sub>" in the

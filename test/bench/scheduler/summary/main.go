@@ -1,7 +1,9 @@
 // Command summary reads `go test -bench` output of the scheduler benchmark
 // (test/bench/scheduler) and prints, per workload, the median scheduling
-// throughput of the stock and the Rota profile, their ratio, and the share
-// of pods each profile placed on each firstAvailable tier.
+// throughput of the stock and the Rota profile and their ratio, the median
+// CPU per pod of each ("ms/p": milliseconds of the benchmark process's CPU
+// per measured pod) and their ratio, each one's largest peak RSS (MiB), and
+// the share of pods each profile placed on each firstAvailable tier.
 package main
 
 import (
@@ -17,14 +19,27 @@ import (
 const (
 	metric = "SchedulingThroughput/Average"
 	// tierLine starts each line the harness's tier observer prints for a
-	// bound pod: "rota-bench-tier <tier>/<tiers>".
+	// bound pod: "rota-bench-tier <tier>/<tiers> <cpu-ns> <peak-rss-bytes>",
+	// the last two the benchmark process's CPU time so far and its VmHWM.
 	tierLine = "rota-bench-tier"
 )
 
 // result is what one workload measured under one profile.
 type result struct {
 	throughput []float64
-	tiers      map[int]int // 1-based tier -> pods; 0 = no tiered claim
+	// cpuPerPod holds, per run, the process CPU time between the first and
+	// the last measured pod's bind divided by the pods bound after the
+	// first, in milliseconds; runs with fewer than two usage lines add none.
+	cpuPerPod []float64
+	peakRSS   int64       // largest VmHWM of any run, bytes
+	tiers     map[int]int // 1-based tier -> pods; 0 = no tiered claim
+}
+
+// usage is what the tier lines of one run say about the process.
+type usage struct {
+	lines            int
+	firstCPU, maxCPU int64 // nanoseconds
+	peakRSS          int64 // bytes
 }
 
 func main() {
@@ -69,6 +84,8 @@ type parser struct {
 	// belong to the run that reports next. (With -benchtime 1x, go test
 	// prints a benchmark's name after its first run and before later ones.)
 	pending map[int]int
+	// usage of the same pending lines.
+	usage usage
 	// go test prints a benchmark's name when it starts and its metrics when
 	// it ends; with the scheduler's log in between, the metrics may come on
 	// a line of their own. Attribute them to the last name seen.
@@ -79,13 +96,24 @@ type parser struct {
 // throughput, or none of these.
 func (p *parser) line(text string) error {
 	fields := strings.Fields(text)
-	if len(fields) == 2 && fields[0] == tierLine {
+	if (len(fields) == 2 || len(fields) == 4) && fields[0] == tierLine {
 		tier, _, _ := strings.Cut(fields[1], "/")
 		n, err := strconv.Atoi(tier)
 		if err != nil {
 			return fmt.Errorf("bad tier line %q: %w", text, err)
 		}
 		p.pending[n]++
+		if len(fields) == 4 {
+			cpu, err := strconv.ParseInt(fields[2], 10, 64)
+			if err != nil {
+				return fmt.Errorf("bad CPU time in tier line %q: %w", text, err)
+			}
+			rss, err := strconv.ParseInt(fields[3], 10, 64)
+			if err != nil {
+				return fmt.Errorf("bad peak RSS in tier line %q: %w", text, err)
+			}
+			p.usage.add(cpu, rss)
+		}
 		return nil
 	}
 	if len(fields) > 0 && strings.HasPrefix(fields[0], "BenchmarkPerfScheduling/") {
@@ -125,19 +153,38 @@ func (p *parser) record(v float64) {
 		r.tiers[t] += n
 	}
 	clear(p.pending)
+	if u := p.usage; u.lines >= 2 {
+		r.cpuPerPod = append(r.cpuPerPod, float64(u.maxCPU-u.firstCPU)/float64(u.lines-1)/1e6)
+	}
+	r.peakRSS = max(r.peakRSS, p.usage.peakRSS)
+	p.usage = usage{}
 }
 
-// writeTable prints one row per workload, in name order.
+// add takes in one tier line's process CPU time and peak RSS.
+func (u *usage) add(cpu, rss int64) {
+	if u.lines == 0 {
+		u.firstCPU = cpu
+	}
+	u.lines++
+	u.maxCPU = max(u.maxCPU, cpu)
+	u.peakRSS = max(u.peakRSS, rss)
+}
+
+// writeTable prints one row per workload, by family and then by node
+// count.
 func writeTable(out io.Writer, samples map[string]map[string]*result) {
 	keys := make([]string, 0, len(samples))
 	for k := range samples {
 		keys = append(keys, k)
 	}
-	slices.Sort(keys)
+	slices.SortFunc(keys, compareWorkloads)
 	row := func(format string, args ...any) {
 		fmt.Fprintln(out, strings.TrimRight(fmt.Sprintf(format, args...), " "))
 	}
-	row("%-32s %5s %12s %12s %6s  %-18s %s", "workload", "runs", "stock pods/s", "rota pods/s", "ratio", "stock pods/tier", "rota pods/tier")
+	// ratio: Rota's throughput over stock's; cpu ratio: stock's CPU per pod
+	// over Rota's. Above 1.00 Rota is the faster, or the cheaper.
+	row("%-30s %5s %12s %12s %6s  %10s %10s %9s  %10s %10s  %-18s %s",
+		"workload", "runs", "stock pods/s", "rota pods/s", "ratio", "stock ms/p", "rota ms/p", "cpu ratio", "stock MiB", "rota MiB", "stock pods/tier", "rota pods/tier")
 	for _, k := range keys {
 		stock, rota := samples[k]["Stock"], samples[k]["Rota"]
 		if stock == nil {
@@ -146,14 +193,58 @@ func writeTable(out io.Writer, samples map[string]map[string]*result) {
 		if rota == nil {
 			rota = &result{}
 		}
-		ratio := "n/a"
-		if len(stock.throughput) > 0 && len(rota.throughput) > 0 && median(stock.throughput) > 0 {
-			ratio = fmt.Sprintf("%.2f", median(rota.throughput)/median(stock.throughput))
-		}
-		row("%-32s %5s %12.1f %12.1f %6s  %-18s %s", k,
+		row("%-30s %5s %12.1f %12.1f %6s  %10s %10s %9s  %10s %10s  %-18s %s", k,
 			fmt.Sprintf("%d/%d", len(stock.throughput), len(rota.throughput)),
-			median(stock.throughput), median(rota.throughput), ratio, tierShares(stock.tiers), tierShares(rota.tiers))
+			median(stock.throughput), median(rota.throughput), ratio(rota.throughput, stock.throughput),
+			msPerPod(stock.cpuPerPod), msPerPod(rota.cpuPerPod), ratio(stock.cpuPerPod, rota.cpuPerPod),
+			mib(stock.peakRSS), mib(rota.peakRSS), tierShares(stock.tiers), tierShares(rota.tiers))
 	}
+}
+
+// compareWorkloads orders "family/<N>nodes_..." keys by family, then by the
+// number their workload name starts with, then by name.
+func compareWorkloads(a, b string) int {
+	fa, wa, _ := strings.Cut(a, "/")
+	fb, wb, _ := strings.Cut(b, "/")
+	if c := strings.Compare(fa, fb); c != 0 {
+		return c
+	}
+	if c := leadingNumber(wa) - leadingNumber(wb); c != 0 {
+		return c
+	}
+	return strings.Compare(wa, wb)
+}
+
+// leadingNumber is the number s starts with, 0 if none.
+func leadingNumber(s string) int {
+	i := 0
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	n, _ := strconv.Atoi(s[:i])
+	return n
+}
+
+// ratio is the ratio of the medians of a and b, "n/a" without both.
+func ratio(a, b []float64) string {
+	if len(a) == 0 || len(b) == 0 || median(b) == 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.2f", median(a)/median(b))
+}
+
+func msPerPod(v []float64) string {
+	if len(v) == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", median(v))
+}
+
+func mib(b int64) string {
+	if b == 0 {
+		return "-"
+	}
+	return strconv.FormatInt(b>>20, 10)
 }
 
 // tierShares formats pods per tier as "t1 100%", "t1 62% t2 38%"; tier 0

@@ -24,10 +24,70 @@ BenchmarkPerfScheduling/MixedGPUsRota/500nodes_1000pods-2   1   1 SchedulingDura
 	if err := run(strings.NewReader(in), &out); err != nil {
 		t.Fatal(err)
 	}
-	want := `workload                          runs stock pods/s  rota pods/s  ratio  stock pods/tier    rota pods/tier
-MixedGPUs/500nodes_1000pods        3/1          5.0          4.5   0.90  t1 75% t2 25%      t1 100%
+	want := `workload                        runs stock pods/s  rota pods/s  ratio  stock ms/p  rota ms/p cpu ratio   stock MiB   rota MiB  stock pods/tier    rota pods/tier
+MixedGPUs/500nodes_1000pods      3/1          5.0          4.5   0.90           -          -       n/a           -          -  t1 75% t2 25%      t1 100%
 `
 	if diff := cmp.Diff(want, out.String()); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+// TestRunUsage: CPU per pod is a run's CPU time from its first to its last
+// measured bind over the binds after the first; the summary takes the
+// median over runs, and the largest peak RSS of any run.
+func TestRunUsage(t *testing.T) {
+	in := `rota-bench-tier 1/2 1000000000 104857600
+rota-bench-tier 1/2 1010000000 209715200
+rota-bench-tier 1/2 1030000000 157286400
+BenchmarkPerfScheduling/BusyH100Stock/40nodes_100pods-2   1   1 SchedulingDuration/Duration   10 SchedulingThroughput/Average
+rota-bench-tier 2/2 5000000000 104857600
+rota-bench-tier 2/2 5020000000 104857600
+BenchmarkPerfScheduling/BusyH100Stock/40nodes_100pods-2   1   1 SchedulingDuration/Duration   12 SchedulingThroughput/Average
+rota-bench-tier 1/2 7000000000 1048576
+rota-bench-tier 1/2 7050000000 1048576
+BenchmarkPerfScheduling/BusyH100Stock/40nodes_100pods-2   1   1 SchedulingDuration/Duration   11 SchedulingThroughput/Average
+rota-bench-tier 1/2 9000000000 314572800
+rota-bench-tier 1/2 9012000000 314572800
+BenchmarkPerfScheduling/BusyH100Rota/40nodes_100pods-2   1   1 SchedulingDuration/Duration   11 SchedulingThroughput/Average
+`
+	var out strings.Builder
+	if err := run(strings.NewReader(in), &out); err != nil {
+		t.Fatal(err)
+	}
+	// Stock's runs: 30 ms / 2 binds = 15, 20 / 1 = 20, 50 / 1 = 50 -> 20.
+	want := `workload                        runs stock pods/s  rota pods/s  ratio  stock ms/p  rota ms/p cpu ratio   stock MiB   rota MiB  stock pods/tier    rota pods/tier
+BusyH100/40nodes_100pods         3/1         11.0         11.0   1.00       20.00      12.00      1.67         200        300  t1 71% t2 29%      t1 100%
+`
+	if diff := cmp.Diff(want, out.String()); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+// TestRunOrder: rows go by family, then by node count, not by name.
+func TestRunOrder(t *testing.T) {
+	in := `BenchmarkPerfScheduling/MixedGPUsStock/500nodes_1000pods-2   1   1 SchedulingDuration/Duration   5 SchedulingThroughput/Average
+BenchmarkPerfScheduling/MixedGPUsStock/2000nodes_500pods-2   1   1 SchedulingDuration/Duration   2 SchedulingThroughput/Average
+BenchmarkPerfScheduling/MixedGPUsStock/40nodes_100pods-2   1   1 SchedulingDuration/Duration   9 SchedulingThroughput/Average
+BenchmarkPerfScheduling/BusyH100Stock/500nodes_1000pods-2   1   1 SchedulingDuration/Duration   4 SchedulingThroughput/Average
+`
+	var out strings.Builder
+	if err := run(strings.NewReader(in), &out); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n")[1:] {
+		got = append(got, strings.Fields(line)[0])
+	}
+	want := []string{"BusyH100/500nodes_1000pods", "MixedGPUs/40nodes_100pods", "MixedGPUs/500nodes_1000pods", "MixedGPUs/2000nodes_500pods"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("row order (-want +got):\n%s", diff)
+	}
+}
+
+func TestRunBadUsage(t *testing.T) {
+	for _, line := range []string{"rota-bench-tier 1/2 x 1", "rota-bench-tier 1/2 1 y", "rota-bench-tier a/2 1 1"} {
+		if err := run(strings.NewReader(line+"\n"), &strings.Builder{}); err == nil {
+			t.Errorf("%q: no error", line)
+		}
 	}
 }
