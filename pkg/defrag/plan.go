@@ -62,17 +62,24 @@ func Make(ctx context.Context, o advisor.Objects, namespace string, opts advisor
 		return a.Namespace+"/"+a.Name < b.Namespace+"/"+b.Name
 	})
 	plan := &Plan{Units: []advisor.PlannedUnit{}, Evictions: []Eviction{}}
-	var snap *advisor.Snapshot
+	if len(pending) == 0 {
+		return plan, nil
+	}
+	// One snapshot for every waiting pod, as the WaitReason worker's round.
+	b, err := advisor.NewBuilder(ctx, o)
+	if err != nil {
+		for range pending {
+			plan.Skipped = append(plan.Skipped, err.Error())
+		}
+		return plan, nil
+	}
 	var units []*advisor.Workload
 	seen := map[string]bool{}
 	for _, p := range pending {
-		s, unit, err := advisor.Build(ctx, o, p)
+		unit, err := b.Unit(p)
 		if err != nil {
 			plan.Skipped = append(plan.Skipped, err.Error())
 			continue
-		}
-		if snap == nil {
-			snap = s
 		}
 		if seen[unit.Key] {
 			continue
@@ -80,10 +87,10 @@ func Make(ctx context.Context, o advisor.Objects, namespace string, opts advisor
 		seen[unit.Key] = true
 		units = append(units, unit)
 	}
-	if snap == nil {
+	if len(units) == 0 {
 		return plan, nil
 	}
-	plan.Units = advisor.PlanAll(snap, units, opts)
+	plan.Units = advisor.PlanAll(b.Snapshot(), units, opts)
 	for _, pu := range plan.Units {
 		if pu.Move == nil {
 			continue
