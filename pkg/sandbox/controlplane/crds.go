@@ -33,7 +33,7 @@ func (cp *ControlPlane) InstallCRDs(ctx context.Context, dir string) error {
 }
 
 // InstallCRDFiles creates the CRD of each file, in order, and waits until
-// each is established.
+// each is established and served by discovery.
 func (cp *ControlPlane) InstallCRDFiles(ctx context.Context, files ...string) error {
 	crds := cp.Extensions.ApiextensionsV1().CustomResourceDefinitions()
 	for _, file := range files {
@@ -62,6 +62,39 @@ func (cp *ControlPlane) InstallCRDFiles(ctx context.Context, files ...string) er
 		})
 		if err != nil {
 			return fmt.Errorf("CRD %s not established: %w", crd.Name, err)
+		}
+		if err := cp.waitDiscovered(ctx, &crd); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// waitDiscovered waits until discovery lists the CRD's resource in every
+// served version. Established comes first: the apiserver updates its
+// discovery document afterwards, on its own goroutine, and a client that
+// reads discovery in between (a REST mapper) finds no such kind.
+func (cp *ControlPlane) waitDiscovered(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition) error {
+	dc := cp.Extensions.Discovery()
+	for _, v := range crd.Spec.Versions {
+		if !v.Served {
+			continue
+		}
+		gv := crd.Spec.Group + "/" + v.Name
+		err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+			list, err := dc.ServerResourcesForGroupVersion(gv)
+			if err != nil {
+				return false, nil // not served yet: a 404 until the group appears
+			}
+			for _, r := range list.APIResources {
+				if r.Name == crd.Spec.Names.Plural {
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+		if err != nil {
+			return fmt.Errorf("CRD %s: %s not in discovery: %w", crd.Name, gv, err)
 		}
 	}
 	return nil
