@@ -3,6 +3,8 @@ package advisor
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -84,7 +86,7 @@ func NewBuilder(ctx context.Context, o Objects) (*Builder, error) {
 	snap := &Snapshot{Budgets: map[string]int{}, Limits: o.Limits}
 	units := map[string]*Workload{}
 	var order []string
-	for _, k := range sortedKeys(b.byKey) {
+	for _, k := range slices.Sorted(maps.Keys(b.byKey)) {
 		p := b.byKey[k]
 		if p.Spec.NodeName == "" || podDone(p) {
 			continue
@@ -155,7 +157,7 @@ func NewBuilder(ctx context.Context, o Objects) (*Builder, error) {
 	}
 	sort.SliceStable(snap.Releases, func(i, j int) bool { return snap.Releases[i].At.Before(snap.Releases[j].At) })
 	snap.Models = b.models()
-	for _, k := range sortedKeys(b.byKey) {
+	for _, k := range slices.Sorted(maps.Keys(b.byKey)) {
 		root := b.keyOf(k)
 		b.members[root] = append(b.members[root], k)
 	}
@@ -209,7 +211,7 @@ func priority(p *v1.Pod) int32 {
 func pinned(p *v1.Pod) string {
 	if len(p.Spec.NodeSelector) > 0 {
 		var parts []string
-		for _, k := range sortedKeys(p.Spec.NodeSelector) {
+		for _, k := range slices.Sorted(maps.Keys(p.Spec.NodeSelector)) {
 			parts = append(parts, k+"="+p.Spec.NodeSelector[k])
 		}
 		return "nodeSelector " + strings.Join(parts, ",")
@@ -225,7 +227,7 @@ func pinned(p *v1.Pod) string {
 func (b *builder) joinPods() {
 	byClaim := map[string]string{}
 	gangs := map[string]string{}
-	for _, k := range sortedKeys(b.byKey) {
+	for _, k := range slices.Sorted(maps.Keys(b.byKey)) {
 		p := b.byKey[k]
 		if g := p.Labels[gpuv1.GangLabel]; g != "" {
 			gk := p.Namespace + "/gang:" + g
@@ -417,7 +419,7 @@ func (b *builder) models() []Tier {
 		by[m].Devices[d.ID.String()] = true
 	}
 	var out []Tier
-	for _, m := range sortedKeys(by) {
+	for _, m := range slices.Sorted(maps.Keys(by)) {
 		out = append(out, *by[m])
 	}
 	return out

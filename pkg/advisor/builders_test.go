@@ -2,6 +2,8 @@ package advisor
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 )
 
 // cluster builds snapshots for tests: nodes of one model each.
@@ -11,7 +13,7 @@ type cluster struct {
 
 func newCluster(nodes map[string]string, perNode int) *cluster {
 	c := &cluster{snap: &Snapshot{Budgets: map[string]int{}, Limits: map[string]map[string]int{}}}
-	for _, n := range sortedKeys(nodes) {
+	for _, n := range slices.Sorted(maps.Keys(nodes)) {
 		for i := range perNode {
 			c.snap.Devices = append(c.snap.Devices, Device{ID: fmt.Sprintf("%s/gpu-%d", n, i), Node: n, Model: nodes[n]})
 		}

@@ -60,15 +60,6 @@ func setOf(ids []string) map[string]bool {
 	return m
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
 func placedNodes(ps []Placed) string {
 	var nodes []string
 	for _, p := range ps {

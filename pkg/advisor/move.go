@@ -2,6 +2,8 @@ package advisor
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -62,7 +64,7 @@ type searcher struct {
 func (s *searcher) candidates(nodes map[string]bool) []*Workload {
 	var out []*Workload
 	seen := map[string]bool{}
-	for _, n := range sortedKeys(nodes) {
+	for _, n := range slices.Sorted(maps.Keys(nodes)) {
 		for _, w := range s.candidatesOn(n) {
 			if !seen[w.Key] {
 				seen[w.Key] = true
@@ -280,7 +282,7 @@ func (s *searcher) option(p plan) Option {
 
 func (s *searcher) budgetNote(r *Workload) string {
 	var parts []string
-	for _, b := range sortedKeys(r.Budgets) {
+	for _, b := range slices.Sorted(maps.Keys(r.Budgets)) {
 		parts = append(parts, fmt.Sprintf("PodDisruptionBudget %s allows %d", b, s.ix.snap.Budgets[b]))
 	}
 	return strings.Join(parts, ", ")

@@ -2,6 +2,8 @@ package advisor
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -45,7 +47,7 @@ func quotaOption(ix *index, unit *Workload) (Option, bool) {
 	}
 	o := Option{Kind: KindQuota, Placement: placed}
 	var parts []string
-	for _, m := range sortedKeys(need) {
+	for _, m := range slices.Sorted(maps.Keys(need)) {
 		limit, limited := ix.snap.Limits[unit.Namespace][m]
 		used := ix.used[unit.Namespace][m]
 		if !limited || used+need[m] <= limit {
@@ -139,7 +141,7 @@ func constraintOf(ix *index, r *Workload) string {
 	if r.Fixed != "" {
 		return fmt.Sprintf("%s may not be disturbed: %s", r.Key, r.Fixed)
 	}
-	for _, b := range sortedKeys(r.Budgets) {
+	for _, b := range slices.Sorted(maps.Keys(r.Budgets)) {
 		if r.Budgets[b] > ix.snap.Budgets[b] {
 			return fmt.Sprintf("%s is protected by PodDisruptionBudget %s (%d disruptions allowed, moving it needs %d)", r.Key, b, ix.snap.Budgets[b], r.Budgets[b])
 		}
@@ -162,7 +164,7 @@ func lacks(ix *index, unit *Workload, n string) string {
 					}
 				}
 				p := fmt.Sprintf("%d of %d %s usable", match, t.Count, tierName(t))
-				for _, why := range sortedKeys(blocked) {
+				for _, why := range slices.Sorted(maps.Keys(blocked)) {
 					p += fmt.Sprintf(", %d %s", blocked[why], why)
 				}
 				parts = append(parts, p)
@@ -181,7 +183,7 @@ func tierName(t Tier) string {
 
 func limitsOf(ix *index, ns string) string {
 	var parts []string
-	for _, m := range sortedKeys(ix.snap.Limits[ns]) {
+	for _, m := range slices.Sorted(maps.Keys(ix.snap.Limits[ns])) {
 		parts = append(parts, fmt.Sprintf("%s holds %d of %d %s", ns, ix.used[ns][m], ix.snap.Limits[ns][m], m))
 	}
 	if len(parts) == 0 {

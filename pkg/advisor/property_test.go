@@ -3,7 +3,9 @@ package advisor
 import (
 	"flag"
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -23,7 +25,7 @@ func randomCase(r *rand.Rand) (*Snapshot, *Workload) {
 	for _, d := range c.snap.Devices {
 		free[d.Node] = append(free[d.Node], d.ID)
 	}
-	nodeNames := sortedKeys(nodes)
+	nodeNames := slices.Sorted(maps.Keys(nodes))
 	for i := range r.IntN(8) {
 		key := fmt.Sprintf("ns-%d/w-%d", i%3, i)
 		w := Workload{Key: key, Namespace: fmt.Sprintf("ns-%d", i%3), Priority: int32(r.IntN(3))}

@@ -2,6 +2,8 @@ package advisor
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"time"
 
@@ -72,7 +74,7 @@ func ScheduleReleases(now time.Time, horizon time.Duration, schedules []*v1alpha
 }
 
 func joinSorted(m map[string]bool) string {
-	keys := sortedKeys(m)
+	keys := slices.Sorted(maps.Keys(m))
 	out := ""
 	for i, k := range keys {
 		if i > 0 {

@@ -2,6 +2,8 @@ package waits
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -106,7 +108,7 @@ func sum(m map[string]int) int {
 // largest returns the node with the most in m (ties: first by name) and the count.
 func largest(m map[string]int) (string, int) {
 	best, n := "", 0
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		if m[k] > n {
 			best, n = k, m[k]
 		}
@@ -114,19 +116,10 @@ func largest(m map[string]int) (string, int) {
 	return best, n
 }
 
-func sortedKeys(m map[string]int) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
 // spread renders "n1: 1, n2: 1" for the nodes with a non-zero count.
 func spread(m map[string]int) string {
 	var parts []string
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		if m[k] > 0 {
 			parts = append(parts, fmt.Sprintf("%s: %d", k, m[k]))
 		}

@@ -3,6 +3,8 @@ package waits
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
@@ -104,7 +106,7 @@ func (s TierStat) Line() string {
 		fmt.Fprintf(&b, " (at most %d on one node, %s)", s.LargestFree, s.LargestFreeNode)
 	}
 	fmt.Fprintf(&b, ", %d allocated, %d reserved, %d tainted, %d other model", s.Allocated, s.Reserved, s.Tainted, s.OtherModel)
-	for _, expr := range sortedKeys(s.Unmet) {
+	for _, expr := range slices.Sorted(maps.Keys(s.Unmet)) {
 		fmt.Fprintf(&b, ", %d fail constraint %s", s.Unmet[expr], expr)
 	}
 	return b.String()

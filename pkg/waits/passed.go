@@ -3,6 +3,8 @@ package waits
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
@@ -66,10 +68,10 @@ func (p PassedTier) Line() string {
 	if p.Allocated > 0 {
 		why = append(why, fmt.Sprintf("%d allocated", p.Allocated))
 	}
-	for _, k := range sortedKeys(p.Tainted) {
+	for _, k := range slices.Sorted(maps.Keys(p.Tainted)) {
 		why = append(why, fmt.Sprintf("%d tainted %s", p.Tainted[k], k))
 	}
-	for _, k := range sortedKeys(p.Reserved) {
+	for _, k := range slices.Sorted(maps.Keys(p.Reserved)) {
 		why = append(why, fmt.Sprintf("%d reserved by GPUReservation %s", p.Reserved[k], k))
 	}
 	if p.Excluded > 0 {

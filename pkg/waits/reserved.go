@@ -2,6 +2,8 @@ package waits
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
@@ -31,7 +33,7 @@ func reservedVerdict(t TierCounts) Verdict {
 // "GPUReservation team-a/serving", or with several, how many each holds:
 // "GPUReservations team-a/a (1), team-a/b (2)".
 func reservations(t TierCounts) string {
-	names := sortedKeys(t.Reservations)
+	names := slices.Sorted(maps.Keys(t.Reservations))
 	if len(names) == 1 {
 		return "GPUReservation " + names[0]
 	}

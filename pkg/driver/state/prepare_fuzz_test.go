@@ -3,6 +3,7 @@ package state
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"testing"
 
@@ -71,8 +72,8 @@ func FuzzPrepare(f *testing.F) {
 			case 3:
 				s.Close()
 				s = e.mustStart()
-				if got := preparedUIDs(s); !slices.Equal(got, sortedKeys(prepared)) {
-					t.Fatalf("after a restart the checkpoint holds %v, prepared were %v", got, sortedKeys(prepared))
+				if got := preparedUIDs(s); !slices.Equal(got, slices.Sorted(maps.Keys(prepared))) {
+					t.Fatalf("after a restart the checkpoint holds %v, prepared were %v", got, slices.Sorted(maps.Keys(prepared)))
 				}
 			}
 			checkSharing(t, s.Claims())
@@ -143,15 +144,6 @@ func preparedUIDs(s *State) []string {
 		if c.State == checkpoint.PrepareCompleted {
 			out = append(out, uid)
 		}
-	}
-	slices.Sort(out)
-	return out
-}
-
-func sortedKeys(m map[string][]string) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
 	}
 	slices.Sort(out)
 	return out

@@ -28,7 +28,7 @@ type packResult struct {
 // The segment's GPUs per node are set when its pods pack.
 func (r *run) check(ctx context.Context, seg *Segment) error {
 	counted := false
-	for _, model := range sortedKeys(seg.Demand) {
+	for _, model := range slices.Sorted(maps.Keys(seg.Demand)) {
 		if seg.Demand[model] > r.out.Capacity[model] {
 			counted = true
 			r.record(*seg, model, ReasonCount, "")
@@ -61,7 +61,7 @@ func (r *run) check(ctx context.Context, seg *Segment) error {
 func (r *run) record(seg Segment, model, reason, detail string) {
 	oc := Overcommit{Model: model, From: seg.From, To: seg.To, Demand: seg.Demand[model],
 		Capacity: r.out.Capacity[model], Reason: reason, Detail: detail}
-	for _, name := range sortedKeys(seg.Running) {
+	for _, name := range slices.Sorted(maps.Keys(seg.Running)) {
 		uses := false
 		for _, per := range r.perPod[name] {
 			uses = uses || per[model] > 0
@@ -100,7 +100,7 @@ func (r *run) always(name string) bool {
 // allocator, node by node, first fit) on top of the allocated claims: the
 // always-running workloads first, then the targets, largest pods first.
 func (r *run) pack(ctx context.Context, running map[string]int32) (packResult, error) {
-	names := sortedKeys(running)
+	names := slices.Sorted(maps.Keys(running))
 	key := make([]string, len(names))
 	for i, n := range names {
 		key[i] = fmt.Sprintf("%s=%d", n, running[n])

@@ -3,6 +3,8 @@ package forecast
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"time"
 
@@ -70,7 +72,7 @@ func Run(ctx context.Context, in Input) (*Forecast, error) {
 			byTarget[iv.Target] = append(byTarget[iv.Target], iv)
 		}
 		kept := make(map[string]*Load, len(s.Targets))
-		for _, name := range sortedKeys(s.Targets) {
+		for _, name := range slices.Sorted(maps.Keys(s.Targets)) {
 			if err := r.addLoad(ctx, s.Targets[name]); err != nil {
 				// One tenant's claim the pool cannot read leaves that
 				// target out, not everyone's forecast.
@@ -208,16 +210,7 @@ func (r *run) models() []string {
 			}
 		}
 	}
-	return sortedKeys(set)
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(set))
 }
 
 // windowsOf returns the windows that set some target's intent in tl, one

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"html"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 )
@@ -201,7 +203,7 @@ func (p *page) transitionTable() {
 	p.b.WriteString("<h2>Transitions</h2><table><tr><th>at</th><th>schedule</th><th>steps</th><th>before → peak → after</th></tr>\n")
 	for _, tr := range p.f.Transitions {
 		var parts []string
-		for _, m := range sortedKeys(tr.Peak) {
+		for _, m := range slices.Sorted(maps.Keys(tr.Peak)) {
 			parts = append(parts, fmt.Sprintf("%s %d → %d → %d", ModelLabel(m), tr.Before[m], tr.Peak[m], tr.After[m]))
 		}
 		class := ""

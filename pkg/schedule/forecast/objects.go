@@ -2,6 +2,8 @@ package forecast
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"time"
 
@@ -108,7 +110,7 @@ func Build(o Objects, from, to time.Time) (Input, error) {
 		}
 		in.Schedules = append(in.Schedules, s)
 	}
-	for _, key := range sortedKeys(workloads) {
+	for _, key := range slices.Sorted(maps.Keys(workloads)) {
 		if touched[key] || members[key] {
 			continue
 		}

@@ -3,6 +3,7 @@ package forecast
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -81,7 +82,7 @@ func perNodeText(p Point) string {
 		return "-"
 	}
 	var parts []string
-	for _, node := range sortedKeys(p.Nodes) {
+	for _, node := range slices.Sorted(maps.Keys(p.Nodes)) {
 		parts = append(parts, fmt.Sprintf("%s=%d", node, p.Nodes[node]))
 	}
 	if len(parts) == 0 {

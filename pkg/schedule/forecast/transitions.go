@@ -76,7 +76,7 @@ func (r *run) transitions(timelines []*schedule.Timeline) {
 			models := r.modelsOf(sw.mine)
 			out := Transition{Schedule: sw.s.Key(), At: sw.tr.At, Steps: sw.tr.Steps,
 				Before: only(d.before, models), Peak: only(d.peak, models), After: only(d.after, models)}
-			for _, m := range sortedKeys(out.Peak) {
+			for _, m := range slices.Sorted(maps.Keys(out.Peak)) {
 				if out.Peak[m] > r.out.Capacity[m] {
 					out.Over = append(out.Over, m)
 				}

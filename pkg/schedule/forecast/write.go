@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -90,7 +92,7 @@ func WriteJSON(w io.Writer, f *Forecast, loc *time.Location) error {
 		}
 	}
 	for _, m := range f.Models {
-		for _, node := range sortedKeys(f.Nodes) {
+		for _, node := range slices.Sorted(maps.Keys(f.Nodes)) {
 			if f.Nodes[node][m] == 0 {
 				continue
 			}
@@ -102,7 +104,7 @@ func WriteJSON(w io.Writer, f *Forecast, loc *time.Location) error {
 		}
 	}
 	for _, tr := range f.Transitions {
-		for _, m := range sortedKeys(tr.Peak) {
+		for _, m := range slices.Sorted(maps.Keys(tr.Peak)) {
 			rec := transitionRecord{RecordTransition, tr.Schedule, ts(tr.At), m, tr.Before[m], tr.Peak[m], tr.After[m], f.Capacity[m], stepTexts(tr.Steps)}
 			if err := enc.Encode(rec); err != nil {
 				return err
@@ -164,7 +166,7 @@ func WriteTable(w io.Writer, f *Forecast, loc *time.Location) error {
 	fmt.Fprintln(tw, "\nTRANSITION\tSCHEDULE\tSTEPS\tBEFORE → PEAK → AFTER")
 	for _, tr := range f.Transitions {
 		var parts []string
-		for _, m := range sortedKeys(tr.Peak) {
+		for _, m := range slices.Sorted(maps.Keys(tr.Peak)) {
 			p := fmt.Sprintf("%s %d → %d → %d", ModelLabel(m), tr.Before[m], tr.Peak[m], tr.After[m])
 			if tr.Peak[m] > f.Capacity[m] {
 				p += fmt.Sprintf(" OVER %d", f.Capacity[m])
@@ -208,7 +210,7 @@ func ModelLabel(m string) string {
 
 func (f *Forecast) perNode(model string) string {
 	var parts []string
-	for _, n := range sortedKeys(f.Nodes) {
+	for _, n := range slices.Sorted(maps.Keys(f.Nodes)) {
 		if c := f.Nodes[n][model]; c > 0 {
 			parts = append(parts, fmt.Sprintf("%s=%d", n, c))
 		}
