@@ -129,14 +129,8 @@ func registerWebhooks(tb testing.TB, cp *framework.ControlPlane, dir string, hoo
 		case "MutatingWebhookConfiguration":
 			var c admissionv1.MutatingWebhookConfiguration
 			decodeStrict(tb, raw, &c)
-			var kept []admissionv1.MutatingWebhook
-			for _, w := range c.Webhooks {
-				if cc, ok := hooks.clientConfig(w.ClientConfig); ok {
-					w.ClientConfig = cc
-					kept = append(kept, w)
-				}
-			}
-			c.Name, c.Webhooks = namePrefix+c.Name, kept
+			c.Name = namePrefix + c.Name
+			c.Webhooks = keepServed(hooks, c.Webhooks, func(w *admissionv1.MutatingWebhook) *admissionv1.WebhookClientConfig { return &w.ClientConfig })
 			api := cp.Client.AdmissionregistrationV1().MutatingWebhookConfigurations()
 			if _, err := api.Create(ctx, &c, metav1.CreateOptions{}); err != nil {
 				tb.Fatalf("create %s: %v", c.Name, err)
@@ -145,14 +139,8 @@ func registerWebhooks(tb testing.TB, cp *framework.ControlPlane, dir string, hoo
 		case "ValidatingWebhookConfiguration":
 			var c admissionv1.ValidatingWebhookConfiguration
 			decodeStrict(tb, raw, &c)
-			var kept []admissionv1.ValidatingWebhook
-			for _, w := range c.Webhooks {
-				if cc, ok := hooks.clientConfig(w.ClientConfig); ok {
-					w.ClientConfig = cc
-					kept = append(kept, w)
-				}
-			}
-			c.Name, c.Webhooks = namePrefix+c.Name, kept
+			c.Name = namePrefix + c.Name
+			c.Webhooks = keepServed(hooks, c.Webhooks, func(w *admissionv1.ValidatingWebhook) *admissionv1.WebhookClientConfig { return &w.ClientConfig })
 			api := cp.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations()
 			if _, err := api.Create(ctx, &c, metav1.CreateOptions{}); err != nil {
 				tb.Fatalf("create %s: %v", c.Name, err)
@@ -168,6 +156,18 @@ func registerWebhooks(tb testing.TB, cp *framework.ControlPlane, dir string, hoo
 		}
 	})
 	waitForWebhooks(tb, cp)
+}
+
+// keepServed keeps the webhooks that hooks serves, each pointed at hooks.
+func keepServed[W any](hooks *webhookServer, webhooks []W, config func(*W) *admissionv1.WebhookClientConfig) []W {
+	var kept []W
+	for _, w := range webhooks {
+		if cc, ok := hooks.clientConfig(*config(&w)); ok {
+			*config(&w) = cc
+			kept = append(kept, w)
+		}
+	}
+	return kept
 }
 
 // clientConfig points a webhook at hooks, false when hooks does not serve
