@@ -17,6 +17,7 @@ import (
 
 	"github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
 	"github.com/rota-dev/rota/pkg/schedule"
+	"github.com/rota-dev/rota/pkg/schedule/forecast"
 	"github.com/rota-dev/rota/pkg/schedule/preview"
 )
 
@@ -33,7 +34,10 @@ type Controller struct {
 	// informer is the DeploySchedule informer of Options.DynFactory (nil
 	// without one).
 	informer cache.SharedIndexInformer
-	queue    workqueue.TypedRateLimitingInterface[string]
+	// synced are the informers Run waits for besides informer: the
+	// workload caches of Options.Factory (none without it).
+	synced []cache.InformerSynced
+	queue  workqueue.TypedRateLimitingInterface[string]
 
 	mu       sync.Mutex
 	compiled map[types.UID]compiledSchedule
@@ -50,16 +54,29 @@ func New(opts Options) (*Controller, error) {
 	if err := opts.defaultAndValidate(); err != nil {
 		return nil, err
 	}
+	api := clusterWorkloads{client: opts.Client, dynamic: opts.Dynamic}
 	c := &Controller{
 		opts:      opts,
 		schedules: schedules{dyn: opts.Dynamic},
-		workloads: clusterWorkloads{client: opts.Client, dynamic: opts.Dynamic},
+		workloads: api,
 		previewer: preview.New(),
 		metrics:   newMetrics(opts.Registry),
 		compiled:  map[types.UID]compiledSchedule{},
 	}
+	// Zero reads the forecast's schedules and workloads from the API.
+	var sources forecast.Sources
+	if opts.Factory != nil {
+		// Target workloads come from informers; no handler on them: passes
+		// are periodic (PassPeriod) and steps in flight are looked at every
+		// ProgressPeriod, so a workload event has nothing to requeue, and
+		// status churn of thousands of Deployments would queue their
+		// schedules for nothing.
+		cached := newCachedWorkloads(api, opts.Factory, opts.LeaderWorkerSets)
+		c.workloads, c.synced = cached, cached.synced
+		sources.Workloads = forecast.CachedWorkloads{Deployments: cached.deployments, StatefulSets: cached.statefulSets}
+	}
 	if opts.ForecastPeriod > 0 {
-		c.forecasts = &forecaster{client: opts.Client, dynamic: opts.Dynamic, clock: opts.Clock,
+		c.forecasts = &forecaster{client: opts.Client, dynamic: opts.Dynamic, sources: sources, clock: opts.Clock,
 			period: opts.ForecastPeriod, span: opts.ForecastRange}
 	}
 	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(
@@ -112,6 +129,9 @@ func (c *Controller) watch(factory dynamicinformer.DynamicSharedInformerFactory)
 		return fmt.Errorf("add DeploySchedule handler: %w", err)
 	}
 	c.informer = informer
+	if c.forecasts != nil {
+		c.forecasts.sources.Schedules = &informerSchedules{store: informer.GetStore()}
+	}
 	return nil
 }
 
@@ -153,7 +173,7 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 	}
 	logger.Info("Starting DeploySchedule controller", "workers", workers)
 	defer logger.Info("Stopped DeploySchedule controller")
-	if !cache.WaitForNamedCacheSync("deployschedule", ctx.Done(), c.informer.HasSynced) {
+	if !cache.WaitForNamedCacheSync("deployschedule", ctx.Done(), append([]cache.InformerSynced{c.informer.HasSynced}, c.synced...)...) {
 		return
 	}
 	var wg sync.WaitGroup
