@@ -153,9 +153,9 @@ func (e *env) startControllerAs(client kubernetes.Interface, dyn dynamic.Interfa
 	}
 	c, err := controller.New(controller.Options{
 		Client: client, Dynamic: dyn, Clock: e.clock,
-		Recorder:      recorder,
-		DynFactory:    dynFactory,
-		Factory:       factory, LeaderWorkerSets: lws,
+		Recorder:   recorder,
+		DynFactory: dynFactory,
+		Factory:    factory, LeaderWorkerSets: lws,
 		GateNamespace: gateNS, Failpoints: fp,
 		Budget: e.budget,
 	})
