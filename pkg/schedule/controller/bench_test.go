@@ -2,6 +2,7 @@ package controller
 
 import (
 	"fmt"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -89,6 +90,10 @@ func passEnv(b *testing.B, n int) (*env, []string) {
 	for i := range n {
 		ds := weekSchedule()
 		ds.Name, ds.UID = fmt.Sprintf("pool-%d", i), types.UID(fmt.Sprintf("uid-%d", i))
+		// The fake client stores no resourceVersion; an API server gives
+		// every object one, and the forecast decodes again only the
+		// schedules whose resourceVersion changed.
+		ds.ResourceVersion = strconv.Itoa(i + 1)
 		ds.Spec.Targets[0].WorkloadRef.Name = fmt.Sprintf("llama-%d", i)
 		ds.Spec.Targets[1].WorkloadRef.Name = fmt.Sprintf("qwen-%d", i)
 		names[i] = ds.Name
