@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
@@ -19,6 +20,7 @@ import (
 	"github.com/rota-dev/rota/pkg/schedule"
 	"github.com/rota-dev/rota/pkg/schedule/forecast"
 	"github.com/rota-dev/rota/pkg/schedule/preview"
+	"github.com/rota-dev/rota/pkg/schedule/validation"
 )
 
 // Controller reconciles DeploySchedules.
@@ -43,9 +45,14 @@ type Controller struct {
 	compiled map[types.UID]compiledSchedule
 }
 
+// compiledSchedule is one generation of a schedule, validated and compiled:
+// validation reads only the name and the spec, so both hold until the
+// generation changes.
 type compiledSchedule struct {
 	generation int64
-	schedule   *schedule.Schedule
+	// invalid are the spec's validation errors; schedule is nil then.
+	invalid  field.ErrorList
+	schedule *schedule.Schedule
 }
 
 // New returns a controller; Run starts it, Reconcile runs one pass. It
@@ -221,17 +228,20 @@ func (c *Controller) forget(uid types.UID) {
 	delete(c.compiled, uid)
 }
 
-// compile returns the compiled schedule, cached per generation.
-func (c *Controller) compile(ds *v1alpha1.DeploySchedule) (*schedule.Schedule, error) {
+// compile validates and compiles the schedule, cached per generation:
+// invalid holds the validation errors (nothing compiled then), err a
+// failed compilation.
+func (c *Controller) compile(ds *v1alpha1.DeploySchedule) (s *schedule.Schedule, invalid field.ErrorList, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if cs, ok := c.compiled[ds.UID]; ok && cs.generation == ds.Generation && ds.Generation != 0 {
-		return cs.schedule, nil
+		return cs.schedule, cs.invalid, nil
 	}
-	s, err := schedule.Compile(ds)
-	if err != nil {
-		return nil, fmt.Errorf("compile: %w", err)
+	if invalid = validation.ValidateDeploySchedule(ds); len(invalid) == 0 {
+		if s, err = schedule.Compile(ds); err != nil {
+			return nil, nil, fmt.Errorf("compile: %w", err)
+		}
 	}
-	c.compiled[ds.UID] = compiledSchedule{generation: ds.Generation, schedule: s}
-	return s, nil
+	c.compiled[ds.UID] = compiledSchedule{generation: ds.Generation, invalid: invalid, schedule: s}
+	return s, invalid, nil
 }
