@@ -59,7 +59,7 @@ func (f *forecastFlags) run(cmd *cobra.Command, o *options) error {
 		return err
 	}
 	ctx := cmd.Context()
-	objs, skipped, err := forecast.ReadCluster(ctx, client, dyn)
+	objs, skipped, err := forecast.ReadCluster(ctx, client, dyn, forecast.Sources{})
 	if err != nil {
 		return err
 	}

@@ -40,7 +40,13 @@ func (s *Schedule) Evaluate(from, to time.Time) (*Timeline, error) {
 func (s *Schedule) targetIntervals(t *target, spans [][]Span, from, to time.Time) []Interval {
 	// cursor[i] is the first span of t.windows[i] that ends after the current instant.
 	cursor := make([]int, len(t.windows))
-	var out []Interval
+	// Every span opens and closes at most one interval: sized once, the
+	// slice is not grown (and copied) interval by interval.
+	n := 1
+	for _, ws := range t.windows {
+		n += 2 * len(spans[ws.window])
+	}
+	out := make([]Interval, 0, n)
 	for at := from; at.Before(to); {
 		intent, next := s.intentAt(t, spans, cursor, at, to)
 		if n := len(out); n > 0 && out[n-1].Intent == intent {

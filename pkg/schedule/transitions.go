@@ -20,6 +20,9 @@ type change struct {
 func (s *Schedule) transitions(perTarget [][]Interval) []Transition {
 	perTargetChanges := make([][]change, len(perTarget))
 	for ti, ivs := range perTarget {
+		if len(ivs) > 1 {
+			perTargetChanges[ti] = make([]change, 0, len(ivs)-1)
+		}
 		for k := 1; k < len(ivs); k++ {
 			if step, acquire, ok := stepBetween(ivs[k-1].Intent, ivs[k].Intent); ok {
 				step.Target = ivs[k].Target

@@ -119,7 +119,7 @@ func newUsageMeter(d deps) (runnable, error) {
 func newDeployScheduleController(d deps) (runnable, error) {
 	return schedulecontroller.New(schedulecontroller.Options{
 		Client: d.Client, Dynamic: d.Dynamic, Clock: d.Clock, Recorder: d.Recorder,
-		DynFactory:    d.DynFactory,
+		DynFactory: d.DynFactory, Factory: d.Factory, LeaderWorkerSets: leaderWorkerSets(d),
 		GateNamespace: d.Namespace, GateName: d.Settings.GateName,
 		PassPeriod: d.Settings.PassPeriod, ProgressPeriod: d.Settings.ProgressPeriod,
 		ForecastPeriod: d.Settings.ForecastPeriod,
@@ -128,12 +128,21 @@ func newDeployScheduleController(d deps) (runnable, error) {
 	})
 }
 
+// leaderWorkerSets is the LeaderWorkerSet informer of d.DynFactory, or nil
+// when the API is not served: an informer on an API that is not would
+// retry for ever.
+func leaderWorkerSets(d deps) informers.GenericInformer {
+	if _, err := d.Client.Discovery().ServerResourcesForGroupVersion(rotav1.LeaderWorkerSetGroupVersion); err != nil {
+		return nil
+	}
+	return d.DynFactory.ForResource(rotav1.LeaderWorkerSetsResource)
+}
+
 func newGPUReservationController(d deps) (runnable, error) {
 	inf := reservationcontroller.NewInformers(d.Factory, d.DynFactory)
-	// Pods of a LeaderWorkerSet can be members only where the API is served;
-	// an informer on an API that is not would retry for ever.
-	if _, err := d.Client.Discovery().ServerResourcesForGroupVersion(rotav1.LeaderWorkerSetGroupVersion); err == nil {
-		inf.LeaderWorkerSets = d.DynFactory.ForResource(rotav1.LeaderWorkerSetsResource)
+	// Pods of a LeaderWorkerSet can be members only where the API is served.
+	if lws := leaderWorkerSets(d); lws != nil {
+		inf.LeaderWorkerSets = lws
 	}
 	return reservationcontroller.New(reservationcontroller.Options{
 		Client: d.Client, Dynamic: d.Dynamic, Clock: d.Clock, Recorder: d.Recorder, Registry: d.Registry,

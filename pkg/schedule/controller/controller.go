@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
@@ -17,7 +18,9 @@ import (
 
 	"github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
 	"github.com/rota-dev/rota/pkg/schedule"
+	"github.com/rota-dev/rota/pkg/schedule/forecast"
 	"github.com/rota-dev/rota/pkg/schedule/preview"
+	"github.com/rota-dev/rota/pkg/schedule/validation"
 )
 
 // Controller reconciles DeploySchedules.
@@ -33,15 +36,23 @@ type Controller struct {
 	// informer is the DeploySchedule informer of Options.DynFactory (nil
 	// without one).
 	informer cache.SharedIndexInformer
-	queue    workqueue.TypedRateLimitingInterface[string]
+	// synced are the informers Run waits for besides informer: the
+	// workload caches of Options.Factory (none without it).
+	synced []cache.InformerSynced
+	queue  workqueue.TypedRateLimitingInterface[string]
 
 	mu       sync.Mutex
 	compiled map[types.UID]compiledSchedule
 }
 
+// compiledSchedule is one generation of a schedule, validated and compiled:
+// validation reads only the name and the spec, so both hold until the
+// generation changes.
 type compiledSchedule struct {
 	generation int64
-	schedule   *schedule.Schedule
+	// invalid are the spec's validation errors; schedule is nil then.
+	invalid  field.ErrorList
+	schedule *schedule.Schedule
 }
 
 // New returns a controller; Run starts it, Reconcile runs one pass. It
@@ -50,16 +61,29 @@ func New(opts Options) (*Controller, error) {
 	if err := opts.defaultAndValidate(); err != nil {
 		return nil, err
 	}
+	api := clusterWorkloads{client: opts.Client, dynamic: opts.Dynamic}
 	c := &Controller{
 		opts:      opts,
 		schedules: schedules{dyn: opts.Dynamic},
-		workloads: clusterWorkloads{client: opts.Client, dynamic: opts.Dynamic},
+		workloads: api,
 		previewer: preview.New(),
 		metrics:   newMetrics(opts.Registry),
 		compiled:  map[types.UID]compiledSchedule{},
 	}
+	// Zero reads the forecast's schedules and workloads from the API.
+	var sources forecast.Sources
+	if opts.Factory != nil {
+		// Target workloads come from informers; no handler on them: passes
+		// are periodic (PassPeriod) and steps in flight are looked at every
+		// ProgressPeriod, so a workload event has nothing to requeue, and
+		// status churn of thousands of Deployments would queue their
+		// schedules for nothing.
+		cached := newCachedWorkloads(api, opts.Factory, opts.LeaderWorkerSets)
+		c.workloads, c.synced = cached, cached.synced
+		sources.Workloads = forecast.CachedWorkloads{Deployments: cached.deployments, StatefulSets: cached.statefulSets}
+	}
 	if opts.ForecastPeriod > 0 {
-		c.forecasts = &forecaster{client: opts.Client, dynamic: opts.Dynamic, clock: opts.Clock,
+		c.forecasts = &forecaster{client: opts.Client, dynamic: opts.Dynamic, sources: sources, clock: opts.Clock,
 			period: opts.ForecastPeriod, span: opts.ForecastRange}
 	}
 	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(
@@ -112,6 +136,9 @@ func (c *Controller) watch(factory dynamicinformer.DynamicSharedInformerFactory)
 		return fmt.Errorf("add DeploySchedule handler: %w", err)
 	}
 	c.informer = informer
+	if c.forecasts != nil {
+		c.forecasts.sources.Schedules = &informerSchedules{store: informer.GetStore()}
+	}
 	return nil
 }
 
@@ -153,7 +180,7 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 	}
 	logger.Info("Starting DeploySchedule controller", "workers", workers)
 	defer logger.Info("Stopped DeploySchedule controller")
-	if !cache.WaitForNamedCacheSync("deployschedule", ctx.Done(), c.informer.HasSynced) {
+	if !cache.WaitForNamedCacheSync("deployschedule", ctx.Done(), append([]cache.InformerSynced{c.informer.HasSynced}, c.synced...)...) {
 		return
 	}
 	var wg sync.WaitGroup
@@ -201,17 +228,20 @@ func (c *Controller) forget(uid types.UID) {
 	delete(c.compiled, uid)
 }
 
-// compile returns the compiled schedule, cached per generation.
-func (c *Controller) compile(ds *v1alpha1.DeploySchedule) (*schedule.Schedule, error) {
+// compile validates and compiles the schedule, cached per generation:
+// invalid holds the validation errors (nothing compiled then), err a
+// failed compilation.
+func (c *Controller) compile(ds *v1alpha1.DeploySchedule) (s *schedule.Schedule, invalid field.ErrorList, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if cs, ok := c.compiled[ds.UID]; ok && cs.generation == ds.Generation && ds.Generation != 0 {
-		return cs.schedule, nil
+		return cs.schedule, cs.invalid, nil
 	}
-	s, err := schedule.Compile(ds)
-	if err != nil {
-		return nil, fmt.Errorf("compile: %w", err)
+	if invalid = validation.ValidateDeploySchedule(ds); len(invalid) == 0 {
+		if s, err = schedule.Compile(ds); err != nil {
+			return nil, nil, fmt.Errorf("compile: %w", err)
+		}
 	}
-	c.compiled[ds.UID] = compiledSchedule{generation: ds.Generation, schedule: s}
-	return s, nil
+	c.compiled[ds.UID] = compiledSchedule{generation: ds.Generation, invalid: invalid, schedule: s}
+	return s, invalid, nil
 }

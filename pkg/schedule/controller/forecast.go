@@ -24,6 +24,9 @@ import (
 type forecaster struct {
 	client  kubernetes.Interface
 	dynamic dynamic.Interface
+	// sources are the informers the forecast reads schedules and their
+	// workloads from, when the controller has them (zero: the API).
+	sources forecast.Sources
 	clock   clock.PassiveClock
 	period  time.Duration
 	span    time.Duration
@@ -111,7 +114,7 @@ func (f *forecaster) get(ctx context.Context) (*forecastView, error) {
 	if f.result != nil && now.Sub(f.at) < f.period && !now.Before(f.at) {
 		return f.result, nil
 	}
-	objs, skipped, err := forecast.ReadCluster(ctx, f.client, f.dynamic)
+	objs, skipped, err := forecast.ReadCluster(ctx, f.client, f.dynamic, f.sources)
 	if err != nil {
 		return nil, err
 	}

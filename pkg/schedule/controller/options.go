@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/component-base/metrics"
@@ -45,6 +46,17 @@ type Options struct {
 	// runs passes only through Reconcile (tests, benchmarks) and reads
 	// ownership from the API.
 	DynFactory dynamicinformer.DynamicSharedInformerFactory
+	// Factory is the binary's shared typed informer factory: with it, the
+	// controller and its forecast read the Deployments and StatefulSets
+	// that schedules target from its informers (taken in New, started by
+	// the caller) instead of one GET each. Without it they are read from
+	// the API.
+	Factory informers.SharedInformerFactory
+	// LeaderWorkerSets is the LeaderWorkerSet informer of DynFactory, set by
+	// the caller only when the LeaderWorkerSet API is served (an informer on
+	// an API that is not retries for ever). Nil: LeaderWorkerSets are read
+	// from the API, which tells a missing CRD from a missing object.
+	LeaderWorkerSets informers.GenericInformer
 
 	// GateNamespace and GateName locate the ConfigMap holding the cluster-wide
 	// switch (key "mode": off, observe or on). Missing or unreadable means off.

@@ -12,7 +12,6 @@ import (
 	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
 	"github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
 	"github.com/rota-dev/rota/pkg/schedule"
-	"github.com/rota-dev/rota/pkg/schedule/validation"
 )
 
 // errConflict ends a pass whose status write lost a compare-and-swap: another
@@ -160,11 +159,11 @@ func (p *pass) run(ctx context.Context) error {
 
 // validate sets the Valid condition and returns the compiled schedule.
 func (p *pass) validate() (*schedule.Schedule, bool) {
-	if errs := validation.ValidateDeploySchedule(p.ds); len(errs) > 0 {
+	compiled, errs, err := p.c.compile(p.ds)
+	if len(errs) > 0 {
 		p.status.setCondition("Valid", metav1.ConditionFalse, ReasonInvalidSchedule, withFix(ReasonInvalidSchedule, errs.ToAggregate().Error()))
 		return nil, false
 	}
-	compiled, err := p.c.compile(p.ds)
 	if err != nil {
 		p.status.setCondition("Valid", metav1.ConditionFalse, ReasonInvalidSchedule, withFix(ReasonInvalidSchedule, err.Error()))
 		return nil, false

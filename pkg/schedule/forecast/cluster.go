@@ -11,7 +11,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
-	"github.com/rota-dev/rota/pkg/schedule/validation"
 )
 
 // ReadCluster reads what a forecast needs from the API: every valid
@@ -19,25 +18,25 @@ import (
 // ResourceClaimTemplates their pods use, GPUReservations, nodes,
 // ResourceSlices, DeviceClasses, and pods with their claims. Invalid
 // schedules are left out and returned by name in skipped, as are targets
-// of a kind the forecast does not read (LeaderWorkerSet).
-func ReadCluster(ctx context.Context, client kubernetes.Interface, dyn dynamic.Interface) (o Objects, skipped []string, err error) {
-	ul, err := dyn.Resource(v1alpha1.DeploySchedulesResource).List(ctx, metav1.ListOptions{})
+// of a kind the forecast does not read (LeaderWorkerSet). src says where
+// schedules and workloads are read from; its zero value reads them through
+// the clients.
+func ReadCluster(ctx context.Context, client kubernetes.Interface, dyn dynamic.Interface, src Sources) (o Objects, skipped []string, err error) {
+	if src.Workloads == nil {
+		src.Workloads = APIWorkloads{Client: client}
+	}
+	if src.Schedules == nil {
+		src.Schedules = APISchedules{Dynamic: dyn}
+	}
+	valid, skipped, err := src.Schedules.ValidSchedules(ctx)
 	if err != nil {
-		return o, nil, fmt.Errorf("list DeploySchedules: %w", err)
+		return o, nil, err
 	}
 	templates := map[string]bool{}
-	for i := range ul.Items {
-		var ds v1alpha1.DeploySchedule
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(ul.Items[i].Object, &ds); err != nil {
-			return o, nil, fmt.Errorf("decode DeploySchedule %s/%s: %w", ul.Items[i].GetNamespace(), ul.Items[i].GetName(), err)
-		}
-		if errs := validation.ValidateDeploySchedule(&ds); len(errs) > 0 {
-			skipped = append(skipped, fmt.Sprintf("DeploySchedule %s/%s: invalid: %v", ds.Namespace, ds.Name, errs.ToAggregate()))
-			continue
-		}
-		o.Schedules = append(o.Schedules, &ds)
+	for _, ds := range valid {
+		o.Schedules = append(o.Schedules, ds)
 		for _, t := range ds.Spec.Targets {
-			w, err := readWorkload(ctx, client, ds.Namespace, t.WorkloadRef)
+			w, err := readWorkload(ctx, src.Workloads, ds.Namespace, t.WorkloadRef)
 			if err != nil && !apierrors.IsNotFound(err) {
 				return o, nil, err
 			}
@@ -96,21 +95,22 @@ func readNamespaces(ctx context.Context, client kubernetes.Interface, o *Objects
 	return nil
 }
 
-// readWorkload gets a Deployment or StatefulSet; nil for another kind.
-func readWorkload(ctx context.Context, client kubernetes.Interface, ns string, ref v1alpha1.WorkloadReference) (*Workload, error) {
+// readWorkload reads a Deployment or StatefulSet; nil for another kind.
+// The objects it returns may be shared with an informer cache: read only.
+func readWorkload(ctx context.Context, workloads WorkloadReader, ns string, ref v1alpha1.WorkloadReference) (*Workload, error) {
 	w := &Workload{Namespace: ns, Kind: ref.Kind, Name: ref.Name}
 	var sel *metav1.LabelSelector
 	switch ref.Kind {
 	case "Deployment":
-		d, err := client.AppsV1().Deployments(ns).Get(ctx, ref.Name, metav1.GetOptions{})
+		d, err := workloads.Deployment(ctx, ns, ref.Name)
 		if err != nil {
-			return nil, fmt.Errorf("get Deployment %s/%s: %w", ns, ref.Name, err)
+			return nil, fmt.Errorf("read Deployment %s/%s: %w", ns, ref.Name, err)
 		}
 		w.Replicas, w.Template, w.Annotations, sel = d.Spec.Replicas, &d.Spec.Template, d.Annotations, d.Spec.Selector
 	case "StatefulSet":
-		s, err := client.AppsV1().StatefulSets(ns).Get(ctx, ref.Name, metav1.GetOptions{})
+		s, err := workloads.StatefulSet(ctx, ns, ref.Name)
 		if err != nil {
-			return nil, fmt.Errorf("get StatefulSet %s/%s: %w", ns, ref.Name, err)
+			return nil, fmt.Errorf("read StatefulSet %s/%s: %w", ns, ref.Name, err)
 		}
 		w.Replicas, w.Template, w.Annotations, sel = s.Spec.Replicas, &s.Spec.Template, s.Annotations, s.Spec.Selector
 	default:

@@ -143,12 +143,19 @@ func (e *env) startControllerAs(client kubernetes.Interface, dyn dynamic.Interfa
 		cancel()
 		e.t.Fatal(err)
 	}
-	// The harness owns the informer factory, as the binary does.
+	// The harness owns the informer factories, as the binary does: the
+	// controller reads target workloads from them.
+	factory := informers.NewSharedInformerFactory(client, 0)
 	dynFactory := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
+	var lws informers.GenericInformer
+	if _, err := client.Discovery().ServerResourcesForGroupVersion(v1alpha1.LeaderWorkerSetGroupVersion); err == nil {
+		lws = dynFactory.ForResource(controller.LeaderWorkerSetsResource)
+	}
 	c, err := controller.New(controller.Options{
 		Client: client, Dynamic: dyn, Clock: e.clock,
-		Recorder:      recorder,
-		DynFactory:    dynFactory,
+		Recorder:   recorder,
+		DynFactory: dynFactory,
+		Factory:    factory, LeaderWorkerSets: lws,
 		GateNamespace: gateNS, Failpoints: fp,
 		Budget: e.budget,
 	})
@@ -156,6 +163,7 @@ func (e *env) startControllerAs(client kubernetes.Interface, dyn dynamic.Interfa
 		cancel()
 		e.t.Fatalf("new controller: %v", err)
 	}
+	factory.Start(ctx.Done())
 	dynFactory.Start(ctx.Done())
 	r := &runningController{ctrl: c, cancel: cancel, done: make(chan struct{})}
 	go func() {
@@ -164,6 +172,7 @@ func (e *env) startControllerAs(client kubernetes.Interface, dyn dynamic.Interfa
 	}()
 	e.t.Cleanup(func() {
 		r.stop()
+		factory.Shutdown()
 		dynFactory.Shutdown()
 		stopEvents()
 	})

@@ -92,6 +92,14 @@ func TestLeastPrivilegeRBAC(t *testing.T) {
 	for _, a := range []access{
 		{"update", "apps", "deployments", ns, "md-qwen32b"},
 		{"update", "leaderworkerset.x-k8s.io", "leaderworkersets", ns, "lws-llama70b"},
+		// The workload informers the controller and its forecast read
+		// targets from.
+		{"list", "apps", "deployments", "", ""},
+		{"watch", "apps", "deployments", "", ""},
+		{"list", "apps", "statefulsets", "", ""},
+		{"watch", "apps", "statefulsets", "", ""},
+		{"list", "leaderworkerset.x-k8s.io", "leaderworkersets", "", ""},
+		{"watch", "leaderworkerset.x-k8s.io", "leaderworkersets", "", ""},
 		{"list", "", "services", ns, ""},
 		{"watch", "rota.dev", "deployschedules", "", ""},
 		{"list", "rota.dev", "gpureservations", "", ""},
