@@ -152,7 +152,8 @@ bin/etcd: go.mod
 # to the test binary, e.g. -perf-cpuprofile (one CPU profile per workload,
 # written beside the data items in bin/bench-scheduler) or
 # -rota-bench-requests-at=N (kube-apiserver's writes and watch events at
-# each workload's Nth measured bind).
+# each workload's Nth measured bind; the summary lists those that differ
+# between the profiles).
 BENCH_COUNT ?= 3
 BENCH_LABELS ?= performance
 # Narrow to some test cases, e.g. BENCH=BenchmarkPerfScheduling/MixedGPUs.
