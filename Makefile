@@ -142,7 +142,7 @@ chaos: build ## Kill real component processes at random (CHAOS_SEED, CHAOS_KILLS
 bin/etcd: go.mod
 	$(GO) build -o $@ go.etcd.io/etcd/server/v3
 
-# Upstream's scheduler_perf with the stock and the Rota profile in one run
+# Upstream's scheduler_perf with the stock and the Rota profile, alternating
 # (test/bench/scheduler); prints, per workload, the median throughput, CPU
 # per pod and peak RSS of each profile, the ratios and the tier shares.
 # BENCH_LABELS picks workloads by label: performance (default: the 500-node
@@ -150,7 +150,10 @@ bin/etcd: go.mod
 # small (40 nodes), large (1,000 and 2,000), huge (5,000 nodes), busy
 # (BusyH100); "a,b" needs both, "-a" excludes. BENCH_FLAGS passes more flags
 # to the test binary, e.g. -perf-cpuprofile (one CPU profile per workload,
-# written beside the data items in bin/bench-scheduler).
+# written beside the data items in bin/bench-scheduler) or
+# -rota-bench-requests-at=N (kube-apiserver's writes and watch events at
+# each workload's Nth measured bind; the summary lists those that differ
+# between the profiles).
 BENCH_COUNT ?= 3
 BENCH_LABELS ?= performance
 # Narrow to some test cases, e.g. BENCH=BenchmarkPerfScheduling/MixedGPUs.
@@ -161,14 +164,20 @@ bench-scheduler: bin/etcd ## Scheduler throughput and CPU per pod: stock vs Rota
 	mkdir -p bin/bench-scheduler
 	$(GO) test -tags benchscheduler -c -o bin/bench-scheduler/scheduler.test ./test/bench/scheduler
 	@# One repetition at a time, so stock and Rota runs alternate and a change
-	@# in machine load does not favour whichever profile happens to run later.
+	@# in machine load does not favour whichever profile happens to run later;
+	@# each profile in a process of its own (its test cases' label), first
+	@# stock, then Rota in odd repetitions, the other way round in even ones,
+	@# so neither always inherits the other's leftover heap and goroutines.
 	: > bin/bench-scheduler.out
 	uptime | tee -a bin/bench-scheduler.out
 	cd test/bench/scheduler && for i in $$(seq $(BENCH_COUNT)); do \
+		order="stock rota"; [ $$((i % 2)) = 1 ] || order="rota stock"; \
+		for profile in $$order; do \
 		PATH=$(CURDIR)/bin:$$PATH $(CURDIR)/bin/bench-scheduler/scheduler.test -test.run '^$$' \
 			-test.bench '$(BENCH)' -test.benchtime 1x -test.count 1 -test.timeout 120m \
-			-perf-scheduling-label-filter=$(BENCH_LABELS) -data-items-dir=$(CURDIR)/bin/bench-scheduler \
+			-perf-scheduling-label-filter=$(BENCH_LABELS),$$profile -data-items-dir=$(CURDIR)/bin/bench-scheduler \
 			$(BENCH_FLAGS) 2>&1 | tee -a $(CURDIR)/bin/bench-scheduler.out || exit 1; \
+		done; \
 	done
 	uptime | tee -a bin/bench-scheduler.out
 	$(GO) run ./test/bench/scheduler/summary < bin/bench-scheduler.out

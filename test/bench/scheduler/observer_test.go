@@ -32,6 +32,8 @@ type tierObserver struct {
 	dra fwk.SharedDRAManager
 	mu  *sync.Mutex
 	out io.Writer
+	// binds counts the measured pods bound so far (-rota-bench-requests-at).
+	binds int
 }
 
 func newTierObserver(out io.Writer) func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) {
@@ -69,6 +71,10 @@ func (o *tierObserver) PostBind(_ context.Context, _ fwk.CycleState, pod *v1.Pod
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	fmt.Fprintf(o.out, "%s %d/%d %d %d\n", tierLinePrefix, tier, tiers, processCPU().Nanoseconds(), peakRSS())
+	o.binds++
+	if o.binds == *requestsAt {
+		printRequests(o.out)
+	}
 }
 
 // subrequestRank returns the 1-based position of "<request>/<sub>" in the

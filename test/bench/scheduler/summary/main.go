@@ -3,13 +3,17 @@
 // throughput of the stock and the Rota profile and their ratio, the median
 // CPU per pod of each ("ms/p": milliseconds of the benchmark process's CPU
 // per measured pod) and their ratio, each one's largest peak RSS (MiB), and
-// the share of pods each profile placed on each firstAvailable tier.
+// the share of pods each profile placed on each firstAvailable tier. Where
+// the runs printed kube-apiserver's request counts (-rota-bench-requests-at),
+// it then lists, per workload, the counts whose medians differ between the
+// two profiles by more than the control plane's bookkeeping does.
 package main
 
 import (
 	"bufio"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"slices"
 	"strconv"
@@ -22,6 +26,10 @@ const (
 	// bound pod: "rota-bench-tier <tier>/<tiers> <cpu-ns> <peak-rss-bytes>",
 	// the last two the benchmark process's CPU time so far and its VmHWM.
 	tierLine = "rota-bench-tier"
+	// requestsLine starts each line of the harness's request counts:
+	// "rota-bench-requests <verb> <resource> <count>", verb WATCH-EVENTS
+	// for the watch events sent.
+	requestsLine = "rota-bench-requests"
 )
 
 // result is what one workload measured under one profile.
@@ -33,6 +41,9 @@ type result struct {
 	cpuPerPod []float64
 	peakRSS   int64       // largest VmHWM of any run, bytes
 	tiers     map[int]int // 1-based tier -> pods; 0 = no tiered claim
+	// requests holds, per "<verb> <resource>", the count of each run that
+	// printed request counts.
+	requests map[string][]float64
 }
 
 // usage is what the tier lines of one run say about the process.
@@ -55,13 +66,14 @@ func run(in io.Reader, out io.Writer) error {
 		return err
 	}
 	writeTable(out, samples)
+	writeRequests(out, samples)
 	return nil
 }
 
 // parse reads the benchmark output into results by workload
 // ("family/workload") and profile.
 func parse(in io.Reader) (map[string]map[string]*result, error) {
-	p := &parser{samples: map[string]map[string]*result{}, pending: map[int]int{}}
+	p := &parser{samples: map[string]map[string]*result{}, pending: map[int]int{}, requests: map[string]float64{}}
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
@@ -86,6 +98,9 @@ type parser struct {
 	pending map[int]int
 	// usage of the same pending lines.
 	usage usage
+	// requests are the request counts printed since the previous
+	// throughput line.
+	requests map[string]float64
 	// go test prints a benchmark's name when it starts and its metrics when
 	// it ends; with the scheduler's log in between, the metrics may come on
 	// a line of their own. Attribute them to the last name seen.
@@ -114,6 +129,14 @@ func (p *parser) line(text string) error {
 			}
 			p.usage.add(cpu, rss)
 		}
+		return nil
+	}
+	if len(fields) == 4 && fields[0] == requestsLine {
+		n, err := strconv.ParseFloat(fields[3], 64)
+		if err != nil {
+			return fmt.Errorf("bad count in request line %q: %w", text, err)
+		}
+		p.requests[fields[1]+" "+fields[2]] = n
 		return nil
 	}
 	if len(fields) > 0 && strings.HasPrefix(fields[0], "BenchmarkPerfScheduling/") {
@@ -145,7 +168,7 @@ func (p *parser) record(v float64) {
 	}
 	r := p.samples[key][profile]
 	if r == nil {
-		r = &result{tiers: map[int]int{}}
+		r = &result{tiers: map[int]int{}, requests: map[string][]float64{}}
 		p.samples[key][profile] = r
 	}
 	r.throughput = append(r.throughput, v)
@@ -158,6 +181,92 @@ func (p *parser) record(v float64) {
 	}
 	r.peakRSS = max(r.peakRSS, p.usage.peakRSS)
 	p.usage = usage{}
+	if len(p.requests) > 0 {
+		// A count a run did not print is 0 in that run: every run of a
+		// profile then has an entry for every key any of its runs printed.
+		runs := r.runsWithRequests()
+		for k, n := range p.requests {
+			if _, ok := r.requests[k]; !ok {
+				r.requests[k] = make([]float64, runs)
+			}
+			r.requests[k] = append(r.requests[k], n)
+		}
+		for k, v := range r.requests {
+			if len(v) == runs {
+				r.requests[k] = append(v, 0)
+			}
+		}
+		clear(p.requests)
+	}
+}
+
+// runsWithRequests is how many runs of r printed request counts.
+func (r *result) runsWithRequests() int {
+	n := 0
+	for _, v := range r.requests {
+		n = max(n, len(v))
+	}
+	return n
+}
+
+// writeRequests lists, per workload, the request counts whose medians
+// differ between stock and Rota (differ): API writes or watch events one
+// profile causes and the other does not. Nothing when no run printed
+// counts.
+func writeRequests(out io.Writer, samples map[string]map[string]*result) {
+	keys := make([]string, 0, len(samples))
+	for k := range samples {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, compareWorkloads)
+	header := false
+	for _, w := range keys {
+		stock, rota := samples[w]["Stock"], samples[w]["Rota"]
+		if stock == nil || rota == nil || len(stock.requests) == 0 || len(rota.requests) == 0 {
+			continue
+		}
+		names := map[string]bool{}
+		for k := range stock.requests {
+			names[k] = true
+		}
+		for k := range rota.requests {
+			names[k] = true
+		}
+		sorted := make([]string, 0, len(names))
+		for k := range names {
+			sorted = append(sorted, k)
+		}
+		slices.Sort(sorted)
+		for _, k := range sorted {
+			s, r := countMedian(stock, k), countMedian(rota, k)
+			if !differ(s, r) {
+				continue
+			}
+			if !header {
+				fmt.Fprintf(out, "\n%-30s %-40s %11s %11s\n", "requests that differ", "verb resource", "stock (med)", "rota (med)")
+				header = true
+			}
+			fmt.Fprintf(out, "%-30s %-40s %11.0f %11.0f\n", w, k, s, r)
+		}
+	}
+}
+
+// differ reports whether two request counts differ by more than the
+// control plane's own bookkeeping (leases, flow schemas, watches restarted)
+// moves between runs: by at least 2 and by at least 5% of the larger.
+func differ(a, b float64) bool {
+	d := math.Abs(a - b)
+	return d >= 2 && d >= 0.05*max(a, b)
+}
+
+// countMedian is the median of a request count over the runs of r that
+// printed counts, 0 in those that did not print this one.
+func countMedian(r *result, key string) float64 {
+	v, ok := r.requests[key]
+	if !ok {
+		return 0
+	}
+	return median(v)
 }
 
 // add takes in one tier line's process CPU time and peak RSS.

@@ -91,3 +91,47 @@ func TestRunBadUsage(t *testing.T) {
 		}
 	}
 }
+
+// TestRunRequests: request counts go with the run whose throughput line
+// follows them; a workload lists the counts whose medians differ between
+// the profiles by at least 2 and 5%, a count a run did not print being 0
+// in that run.
+func TestRunRequests(t *testing.T) {
+	in := `rota-bench-requests POST events 100
+rota-bench-requests POST pods/binding 100
+rota-bench-requests APPLY flowschemas/status 15
+BenchmarkPerfScheduling/MixedGPUsStock/40nodes_100pods-2   1   1 SchedulingDuration/Duration   50 SchedulingThroughput/Average
+rota-bench-requests POST events 99
+rota-bench-requests POST pods/binding 100
+rota-bench-requests APPLY flowschemas/status 16
+BenchmarkPerfScheduling/MixedGPUsStock/40nodes_100pods-2   1   1 SchedulingDuration/Duration   50 SchedulingThroughput/Average
+rota-bench-requests POST events 198
+rota-bench-requests POST pods/binding 100
+rota-bench-requests APPLY flowschemas/status 16
+rota-bench-requests PATCH pods 100
+BenchmarkPerfScheduling/MixedGPUsRota/40nodes_100pods-2   1   1 SchedulingDuration/Duration   50 SchedulingThroughput/Average
+rota-bench-requests POST events 200
+rota-bench-requests POST pods/binding 100
+BenchmarkPerfScheduling/MixedGPUsRota/40nodes_100pods-2   1   1 SchedulingDuration/Duration   50 SchedulingThroughput/Average
+rota-bench-requests POST events 201
+rota-bench-requests POST pods/binding 100
+BenchmarkPerfScheduling/MixedGPUsRota/40nodes_100pods-2   1   1 SchedulingDuration/Duration   50 SchedulingThroughput/Average
+`
+	var out strings.Builder
+	if err := run(strings.NewReader(in), &out); err != nil {
+		t.Fatal(err)
+	}
+	// PATCH pods: 100, 0, 0 in Rota's runs, median 0, as in stock's.
+	// POST pods/binding: 100 everywhere. APPLY flowschemas/status: stock
+	// 15 and 16 (median 15.5), Rota 16, 0, 0 (median 0).
+	want := `workload                        runs stock pods/s  rota pods/s  ratio  stock ms/p  rota ms/p cpu ratio   stock MiB   rota MiB  stock pods/tier    rota pods/tier
+MixedGPUs/40nodes_100pods        2/3         50.0         50.0   1.00           -          -       n/a           -          -  -                  -
+
+requests that differ           verb resource                            stock (med)  rota (med)
+MixedGPUs/40nodes_100pods      APPLY flowschemas/status                          16           0
+MixedGPUs/40nodes_100pods      POST events                                      100         200
+`
+	if diff := cmp.Diff(want, out.String()); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
