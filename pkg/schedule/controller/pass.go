@@ -128,7 +128,7 @@ func (p *pass) run(ctx context.Context) error {
 		p.wantRequeue(next.Sub(p.now))
 	}
 	// 2. Gate.
-	p.gate = gateFor(ctx, p.c.opts.Client, p.c.opts.GateNamespace, p.c.opts.GateName, p.ds.Spec.Mode)
+	p.gate = p.c.gate.gateFor(ctx, p.ds.Spec.Mode)
 	p.status.gate = p.gate
 	p.ds.Status.Gate = string(p.gate.gate)
 	retry := p.applyNow()
