@@ -68,7 +68,7 @@ func New(opts Options) (*Controller, error) {
 	api := clusterWorkloads{client: opts.Client, dynamic: opts.Dynamic}
 	c := &Controller{
 		opts:      opts,
-		schedules: schedules{dyn: opts.Dynamic},
+		schedules: schedules{dyn: opts.Dynamic, versions: &knownVersions{}},
 		workloads: api,
 		previewer: preview.New(),
 		metrics:   newMetrics(opts.Registry),
@@ -138,6 +138,7 @@ func (c *Controller) watch(factory dynamicinformer.DynamicSharedInformerFactory)
 			}
 			if m, err := meta.Accessor(gone); err == nil {
 				c.forget(m.GetUID())
+				c.schedules.versions.forget(m.GetNamespace() + "/" + m.GetName())
 			}
 			c.enqueue(obj)
 			c.forecastChanged()

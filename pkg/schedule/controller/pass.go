@@ -66,7 +66,7 @@ type planned struct {
 // Reconcile runs one pass over the schedule namespace/name and returns when it
 // wants the next one.
 func (c *Controller) Reconcile(ctx context.Context, namespace, name string) (time.Duration, error) {
-	ds, err := c.schedules.get(ctx, namespace, name)
+	ds, err := c.readSchedule(ctx, namespace, name)
 	if apierrors.IsNotFound(err) {
 		return 0, nil
 	}
