@@ -29,11 +29,14 @@ type deps struct {
 	Dynamic    dynamic.Interface
 	Factory    informers.SharedInformerFactory
 	DynFactory dynamicinformer.DynamicSharedInformerFactory
-	Clock      clock.WithTicker
-	Recorder   record.EventRecorder
-	Registry   metrics.KubeRegistry
-	Namespace  string // the controller's own namespace
-	Settings   settings
+	// GateFactory sees only the gate ConfigMap
+	// (schedulecontroller.NewGateInformerFactory).
+	GateFactory informers.SharedInformerFactory
+	Clock       clock.WithTicker
+	Recorder    record.EventRecorder
+	Registry    metrics.KubeRegistry
+	Namespace   string // the controller's own namespace
+	Settings    settings
 }
 
 // settings are the `run` flags that tune controllers.
@@ -120,7 +123,7 @@ func newDeployScheduleController(d deps) (runnable, error) {
 	return schedulecontroller.New(schedulecontroller.Options{
 		Client: d.Client, Dynamic: d.Dynamic, Clock: d.Clock, Recorder: d.Recorder,
 		DynFactory: d.DynFactory, Factory: d.Factory, LeaderWorkerSets: leaderWorkerSets(d),
-		GateNamespace: d.Namespace, GateName: d.Settings.GateName,
+		GateNamespace: d.Namespace, GateName: d.Settings.GateName, GateFactory: d.GateFactory,
 		PassPeriod: d.Settings.PassPeriod, ProgressPeriod: d.Settings.ProgressPeriod,
 		ForecastPeriod: d.Settings.ForecastPeriod,
 		Registry:       d.Registry,

@@ -109,8 +109,9 @@ func (o *runOptions) run(ctx context.Context) error {
 	registry := metrics.NewKubeRegistry()
 	factory := informers.NewSharedInformerFactory(client, 0)
 	dynFactory := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
+	gateFactory := schedulecontroller.NewGateInformerFactory(client, o.namespace, o.settings.GateName)
 	runs, err := newControllers(deps{
-		Client: client, Dynamic: dyn, Factory: factory, DynFactory: dynFactory,
+		Client: client, Dynamic: dyn, Factory: factory, DynFactory: dynFactory, GateFactory: gateFactory,
 		Clock: clock.RealClock{}, Recorder: recorder,
 		Registry: registry, Namespace: o.namespace, Settings: o.settings,
 	})
@@ -130,6 +131,8 @@ func (o *runOptions) run(ctx context.Context) error {
 	start := func(ctx context.Context) {
 		factory.Start(ctx.Done())
 		dynFactory.Start(ctx.Done())
+		gateFactory.Start(ctx.Done())
+		defer gateFactory.Shutdown()
 		defer dynFactory.Shutdown()
 		defer factory.Shutdown()
 		var wg sync.WaitGroup

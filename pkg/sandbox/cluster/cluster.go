@@ -234,11 +234,13 @@ func (c *Cluster) startRotaControllers(ctx context.Context) (func(), error) {
 	// does: the constructors take their informers, the factories start after.
 	factory := informers.NewSharedInformerFactory(c.Client, 0)
 	dynFactory := dynamicinformer.NewDynamicSharedInformerFactory(c.Dynamic, 0)
+	gateFactory := schedulecontroller.NewGateInformerFactory(c.Client, GateNamespace, schedulecontroller.DefaultGateName)
 	schedules, err := schedulecontroller.New(schedulecontroller.Options{
 		Client: c.Client, Dynamic: c.Dynamic, Clock: c.opts.Clock,
 		Recorder:       recorder,
 		DynFactory:     dynFactory,
 		GateNamespace:  GateNamespace,
+		GateFactory:    gateFactory,
 		PassPeriod:     c.opts.PassPeriod,
 		ProgressPeriod: c.opts.ProgressPeriod,
 		Registry:       c.Registry,
@@ -259,6 +261,7 @@ func (c *Cluster) startRotaControllers(ctx context.Context) (func(), error) {
 	}
 	factory.Start(ctx.Done())
 	dynFactory.Start(ctx.Done())
+	gateFactory.Start(ctx.Done())
 	var wg sync.WaitGroup
 	wg.Go(func() { schedules.Run(ctx, 2) })
 	wg.Go(func() { reservations.Run(ctx, 2) })
@@ -267,6 +270,7 @@ func (c *Cluster) startRotaControllers(ctx context.Context) (func(), error) {
 		wg.Wait()
 		factory.Shutdown()
 		dynFactory.Shutdown()
+		gateFactory.Shutdown()
 		stopEvents()
 	}, nil
 }

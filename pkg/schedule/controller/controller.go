@@ -6,12 +6,14 @@ import (
 	"sync"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
@@ -28,6 +30,7 @@ type Controller struct {
 	opts      Options
 	schedules schedules
 	workloads workloadAccess
+	gate      gateReader
 	previewer *preview.Previewer
 	// forecasts is the capacity forecast behind the Forecast condition
 	// (nil when Options.ForecastPeriod is negative).
@@ -37,7 +40,8 @@ type Controller struct {
 	// without one).
 	informer cache.SharedIndexInformer
 	// synced are the informers Run waits for besides informer: the
-	// workload caches of Options.Factory (none without it).
+	// workload caches of Options.Factory and the gate informer of
+	// Options.GateFactory (none without them).
 	synced []cache.InformerSynced
 	queue  workqueue.TypedRateLimitingInterface[string]
 
@@ -64,11 +68,17 @@ func New(opts Options) (*Controller, error) {
 	api := clusterWorkloads{client: opts.Client, dynamic: opts.Dynamic}
 	c := &Controller{
 		opts:      opts,
-		schedules: schedules{dyn: opts.Dynamic},
+		schedules: schedules{dyn: opts.Dynamic, versions: &knownVersions{}},
 		workloads: api,
 		previewer: preview.New(),
 		metrics:   newMetrics(opts.Registry),
 		compiled:  map[types.UID]compiledSchedule{},
+		gate:      gateReader{client: opts.Client, namespace: opts.GateNamespace, name: opts.GateName},
+	}
+	if opts.GateFactory != nil {
+		if err := c.watchGate(opts.GateFactory); err != nil {
+			return nil, err
+		}
 	}
 	// Zero reads the forecast's schedules and workloads from the API.
 	var sources forecast.Sources
@@ -79,7 +89,7 @@ func New(opts Options) (*Controller, error) {
 		// status churn of thousands of Deployments would queue their
 		// schedules for nothing.
 		cached := newCachedWorkloads(api, opts.Factory, opts.LeaderWorkerSets)
-		c.workloads, c.synced = cached, cached.synced
+		c.workloads, c.synced = cached, append(c.synced, cached.synced...)
 		sources.Workloads = forecast.CachedWorkloads{Deployments: cached.deployments, StatefulSets: cached.statefulSets}
 	}
 	if opts.ForecastPeriod > 0 {
@@ -128,6 +138,7 @@ func (c *Controller) watch(factory dynamicinformer.DynamicSharedInformerFactory)
 			}
 			if m, err := meta.Accessor(gone); err == nil {
 				c.forget(m.GetUID())
+				c.schedules.versions.forget(m.GetNamespace() + "/" + m.GetName())
 			}
 			c.enqueue(obj)
 			c.forecastChanged()
@@ -140,6 +151,51 @@ func (c *Controller) watch(factory dynamicinformer.DynamicSharedInformerFactory)
 		c.forecasts.sources.Schedules = &informerSchedules{store: informer.GetStore()}
 	}
 	return nil
+}
+
+// watchGate reads the gate from the informer of the caller's gate factory
+// (NewGateInformerFactory) and queues every schedule when the switch
+// changes, so that "off" holds back the next step at once rather than at
+// each schedule's next pass.
+func (c *Controller) watchGate(factory informers.SharedInformerFactory) error {
+	informer := factory.Core().V1().ConfigMaps()
+	c.gate.lister, c.gate.synced = informer.Lister(), informer.Informer().HasSynced
+	c.synced = append(c.synced, c.gate.synced)
+	mode := func(obj any) string {
+		if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = tombstone.Obj
+		}
+		if cm, ok := obj.(*v1.ConfigMap); ok && cm.Name == c.opts.GateName && cm.Namespace == c.opts.GateNamespace {
+			return "set:" + cm.Data[GateKey]
+		}
+		return ""
+	}
+	if _, err := informer.Informer().AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(obj any, initialList bool) {
+			if !initialList { // the initial list of schedules queues every one anyway
+				c.gateChanged()
+			}
+		},
+		UpdateFunc: func(old, obj any) {
+			if mode(old) != mode(obj) {
+				c.gateChanged()
+			}
+		},
+		DeleteFunc: func(any) { c.gateChanged() },
+	}); err != nil {
+		return fmt.Errorf("add gate handler: %w", err)
+	}
+	return nil
+}
+
+// gateChanged queues every schedule.
+func (c *Controller) gateChanged() {
+	if c.informer == nil {
+		return
+	}
+	for _, obj := range c.informer.GetStore().List() {
+		c.enqueue(obj)
+	}
 }
 
 func (c *Controller) enqueue(obj any) {

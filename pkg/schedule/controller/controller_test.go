@@ -233,6 +233,7 @@ func TestGateAndObserveMutateNothing(t *testing.T) {
 				// Turning the gate on runs the planned transition.
 				if tc.gate == "" {
 					e.create(gateConfigMap("on"))
+					e.waitGate()
 				} else {
 					e.setGate("on")
 				}

@@ -11,13 +11,17 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2/ktesting"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -61,6 +65,9 @@ type env struct {
 	// calls are the API calls the controller made (not the test), as
 	// "verb group/resource[/subresource]".
 	calls map[string]bool
+	// gates is the gate informer's factory, started by newEnv, as the
+	// binary runs it: passes read the gate from its cache.
+	gates informers.SharedInformerFactory
 }
 
 // reconcile runs one pass and records the API calls it made.
@@ -92,17 +99,46 @@ func newEnv(t testing.TB, now time.Time, objs ...runtime.Object) *env {
 		v1alpha1.DeploySchedulesResource: "DeployScheduleList",
 		v1alpha1.GPUReservationsResource: "GPUReservationList",
 	})
+	e.gates = NewGateInformerFactory(e.client, gateNS, DefaultGateName)
 	e.ctrl = e.newController()
+	gctx, cancel := context.WithCancel(ctx)
+	e.gates.Start(gctx.Done())
+	t.Cleanup(func() {
+		cancel()
+		e.gates.Shutdown()
+	})
+	if !cache.WaitForCacheSync(gctx.Done(), e.ctrl.gate.synced) {
+		t.Fatal("gate informer not synced")
+	}
 	return e
 }
 
 func (e *env) newController() *Controller {
 	c, err := New(Options{Client: e.client, Dynamic: e.dyn, Clock: e.clock, Recorder: e.recorder,
-		GateNamespace: gateNS, Failpoints: e.fp})
+		GateNamespace: gateNS, GateFactory: e.gates, Failpoints: e.fp})
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	return c
+}
+
+// waitGate waits until the gate informer's cache holds what the API holds
+// (the ConfigMap's mode, or no ConfigMap), so that the next pass reads the
+// gate the test set.
+func (e *env) waitGate() {
+	e.t.Helper()
+	lister := e.gates.Core().V1().ConfigMaps().Lister().ConfigMaps(gateNS)
+	err := wait.PollUntilContextTimeout(e.ctx, time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		want, werr := e.client.CoreV1().ConfigMaps(gateNS).Get(e.ctx, DefaultGateName, metav1.GetOptions{})
+		got, gerr := lister.Get(DefaultGateName)
+		if werr != nil || gerr != nil {
+			return apierrors.IsNotFound(werr) && apierrors.IsNotFound(gerr), nil
+		}
+		return want.Data[GateKey] == got.Data[GateKey], nil
+	})
+	if err != nil {
+		e.t.Fatalf("the gate informer never caught up: %v", err)
+	}
 }
 
 func gateConfigMap(mode string) *v1.ConfigMap {
@@ -110,6 +146,7 @@ func gateConfigMap(mode string) *v1.ConfigMap {
 }
 
 func (e *env) setGate(mode string) {
+	defer e.waitGate()
 	if mode == "" {
 		if err := e.client.CoreV1().ConfigMaps(gateNS).Delete(e.ctx, DefaultGateName, metav1.DeleteOptions{}); err != nil {
 			e.t.Fatal(err)

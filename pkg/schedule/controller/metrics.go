@@ -9,6 +9,10 @@ type controllerMetrics struct {
 	serving     *metrics.GaugeVec
 	boundaryLag *metrics.Histogram
 	actions     *metrics.CounterVec
+	// scheduleReads counts how passes read their schedule: "cache" (the
+	// informer) or "api" (a GET: the cache was behind the version last
+	// seen).
+	scheduleReads *metrics.CounterVec
 }
 
 func newMetrics(reg metrics.KubeRegistry) *controllerMetrics {
@@ -29,14 +33,19 @@ func newMetrics(reg metrics.KubeRegistry) *controllerMetrics {
 			Help:           "Transition step outcomes by action (Stop, Start, Scale) and reason (Submitted, Converged, or a terminal reason).",
 			StabilityLevel: metrics.ALPHA,
 		}, []string{"action", "reason"}),
+		scheduleReads: metrics.NewCounterVec(&metrics.CounterOpts{
+			Namespace: "rota", Subsystem: "schedule", Name: "schedule_reads_total",
+			Help:           "How passes read their DeploySchedule: from the informer cache (cache) or with a GET because the cache was behind the version the controller last wrote or read (api).",
+			StabilityLevel: metrics.ALPHA,
+		}, []string{"source"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.serving, m.boundaryLag, m.actions)
+		reg.MustRegister(m.serving, m.boundaryLag, m.actions, m.scheduleReads)
 	} else {
 		// Unregistered metrics are no-ops until registered; create them so
 		// that the vectors can be used.
 		local := metrics.NewKubeRegistry()
-		local.MustRegister(m.serving, m.boundaryLag, m.actions)
+		local.MustRegister(m.serving, m.boundaryLag, m.actions, m.scheduleReads)
 	}
 	return m
 }

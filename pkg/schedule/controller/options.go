@@ -62,6 +62,12 @@ type Options struct {
 	// switch (key "mode": off, observe or on). Missing or unreadable means off.
 	GateNamespace string
 	GateName      string
+	// GateFactory, when set, is NewGateInformerFactory(Client, GateNamespace,
+	// GateName): passes read the gate from its ConfigMap informer (taken in
+	// New, started by the caller with its other factories; not synced reads
+	// as unreadable) instead of one GET each, and a change of the switch
+	// queues every schedule.
+	GateFactory informers.SharedInformerFactory
 
 	// PassPeriod is how often every schedule is re-evaluated (eligibility,
 	// drift) when no boundary is nearer. Default 30s.

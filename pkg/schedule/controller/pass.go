@@ -66,7 +66,7 @@ type planned struct {
 // Reconcile runs one pass over the schedule namespace/name and returns when it
 // wants the next one.
 func (c *Controller) Reconcile(ctx context.Context, namespace, name string) (time.Duration, error) {
-	ds, err := c.schedules.get(ctx, namespace, name)
+	ds, err := c.readSchedule(ctx, namespace, name)
 	if apierrors.IsNotFound(err) {
 		return 0, nil
 	}
@@ -128,7 +128,7 @@ func (p *pass) run(ctx context.Context) error {
 		p.wantRequeue(next.Sub(p.now))
 	}
 	// 2. Gate.
-	p.gate = gateFor(ctx, p.c.opts.Client, p.c.opts.GateNamespace, p.c.opts.GateName, p.ds.Spec.Mode)
+	p.gate = p.c.gate.gateFor(ctx, p.ds.Spec.Mode)
 	p.status.gate = p.gate
 	p.ds.Status.Gate = string(p.gate.gate)
 	retry := p.applyNow()

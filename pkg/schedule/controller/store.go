@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -13,9 +14,12 @@ import (
 )
 
 // schedules reads and writes DeploySchedules as typed objects over the
-// dynamic client (the project has no generated clientset).
+// dynamic client (the project has no generated clientset), and notes in
+// versions the resourceVersion of every schedule it reads or writes by
+// name.
 type schedules struct {
-	dyn dynamic.Interface
+	dyn      dynamic.Interface
+	versions *knownVersions
 }
 
 func fromUnstructured[T any](u *unstructured.Unstructured, out *T) error {
@@ -30,6 +34,7 @@ func (s schedules) get(ctx context.Context, namespace, name string) (*v1alpha1.D
 	if err != nil {
 		return nil, fmt.Errorf("get DeploySchedule %s/%s: %w", namespace, name, err)
 	}
+	s.versions.set(namespace+"/"+name, u.GetResourceVersion())
 	var ds v1alpha1.DeploySchedule
 	return &ds, fromUnstructured(u, &ds)
 }
@@ -61,10 +66,16 @@ func (s schedules) updateStatus(ctx context.Context, ds *v1alpha1.DeploySchedule
 	u := &unstructured.Unstructured{Object: obj}
 	u.SetAPIVersion(v1alpha1.SchemeGroupVersion.String())
 	u.SetKind("DeploySchedule")
+	key := ds.Namespace + "/" + ds.Name
 	got, err := s.dyn.Resource(v1alpha1.DeploySchedulesResource).Namespace(ds.Namespace).UpdateStatus(ctx, u, metav1.UpdateOptions{})
+	if apierrors.IsConflict(err) {
+		// Written by someone else since the read: the next read asks the API.
+		s.versions.set(key, unknownVersion)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("update status of DeploySchedule %s/%s: %w", ds.Namespace, ds.Name, err)
 	}
+	s.versions.set(key, got.GetResourceVersion())
 	var out v1alpha1.DeploySchedule
 	return &out, fromUnstructured(got, &out)
 }

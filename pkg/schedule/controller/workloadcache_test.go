@@ -26,7 +26,7 @@ func (e *env) startCaches(t testing.TB) informers.SharedInformerFactory {
 	factory := informers.NewSharedInformerFactory(e.client, 0)
 	dynFactory := dynamicinformer.NewDynamicSharedInformerFactory(e.dyn, 0)
 	c, err := New(Options{Client: e.client, Dynamic: e.dyn, Clock: e.clock, Recorder: e.recorder,
-		GateNamespace: gateNS, Failpoints: e.fp, Factory: factory, DynFactory: dynFactory})
+		GateNamespace: gateNS, GateFactory: e.gates, Failpoints: e.fp, Factory: factory, DynFactory: dynFactory})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func TestStaleCacheReadDoesNotOverwrite(t *testing.T) {
 	// controller reads is exactly as stale as the test makes it.
 	factory := informers.NewSharedInformerFactory(e.client, 0)
 	c, err := New(Options{Client: e.client, Dynamic: e.dyn, Clock: e.clock, Recorder: e.recorder,
-		GateNamespace: gateNS, Failpoints: e.fp, Factory: factory})
+		GateNamespace: gateNS, GateFactory: e.gates, Failpoints: e.fp, Factory: factory})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -147,6 +147,7 @@ func (e *env) startControllerAs(client kubernetes.Interface, dyn dynamic.Interfa
 	// controller reads target workloads from them.
 	factory := informers.NewSharedInformerFactory(client, 0)
 	dynFactory := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
+	gateFactory := controller.NewGateInformerFactory(client, gateNS, controller.DefaultGateName)
 	var lws informers.GenericInformer
 	if _, err := client.Discovery().ServerResourcesForGroupVersion(v1alpha1.LeaderWorkerSetGroupVersion); err == nil {
 		lws = dynFactory.ForResource(controller.LeaderWorkerSetsResource)
@@ -156,7 +157,7 @@ func (e *env) startControllerAs(client kubernetes.Interface, dyn dynamic.Interfa
 		Recorder:   recorder,
 		DynFactory: dynFactory,
 		Factory:    factory, LeaderWorkerSets: lws,
-		GateNamespace: gateNS, Failpoints: fp,
+		GateNamespace: gateNS, GateFactory: gateFactory, Failpoints: fp,
 		Budget: e.budget,
 	})
 	if err != nil {
@@ -165,6 +166,7 @@ func (e *env) startControllerAs(client kubernetes.Interface, dyn dynamic.Interfa
 	}
 	factory.Start(ctx.Done())
 	dynFactory.Start(ctx.Done())
+	gateFactory.Start(ctx.Done())
 	r := &runningController{ctrl: c, cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(r.done)
@@ -174,6 +176,7 @@ func (e *env) startControllerAs(client kubernetes.Interface, dyn dynamic.Interfa
 		r.stop()
 		factory.Shutdown()
 		dynFactory.Shutdown()
+		gateFactory.Shutdown()
 		stopEvents()
 	})
 	return r

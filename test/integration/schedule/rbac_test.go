@@ -67,7 +67,9 @@ func allowedFor(t *testing.T, cp *framework.ControlPlane, a access) bool {
 // The apiserver authorizes with RBAC, the shipped role and bindings are
 // applied, and the controller runs as its ServiceAccount: the 08:00 and
 // 18:00 release-first transitions complete, the Forecast condition is
-// computed, and what the role does not grant is refused. Then list on Services is taken away: the alias check of
+// computed (the gate read through its informer, which lists and watches the
+// one ConfigMap as the ServiceAccount), and what the role does not grant is
+// refused. Then list on Services is taken away: the alias check of
 // Tuesday 08:00 fails with Forbidden and the stop fails closed (AliasBlocked),
 // with nothing released.
 func TestLeastPrivilegeRBAC(t *testing.T) {
@@ -76,7 +78,7 @@ func TestLeastPrivilegeRBAC(t *testing.T) {
 	applyManifestFile(t, cp, "manifests/schedule-controller/rbac.yaml")
 	// The authorizer learns of new roles and bindings through its informers.
 	framework.WaitFor(t, "the shipped RBAC to take effect", func(context.Context) (bool, string, error) {
-		return allowedFor(t, cp, access{"get", "", "configmaps", gateNS, controller.DefaultGateName}), "not yet allowed", nil
+		return allowedFor(t, cp, access{"watch", "", "configmaps", gateNS, controller.DefaultGateName}), "not yet allowed", nil
 	})
 	sa := cp.ImpersonateServiceAccount(gateNS, controllerSA)
 	client, err := kubernetes.NewForConfig(sa)
@@ -104,7 +106,10 @@ func TestLeastPrivilegeRBAC(t *testing.T) {
 		{"watch", "rota.dev", "deployschedules", "", ""},
 		{"list", "rota.dev", "gpureservations", "", ""},
 		{"update", "rota.dev", "deployschedules/status", ns, weekName},
-		{"get", "", "configmaps", gateNS, controller.DefaultGateName},
+		// The gate informer: list and watch with a metadata.name field
+		// selector, which the authorizer checks as a request on that name.
+		{"list", "", "configmaps", gateNS, controller.DefaultGateName},
+		{"watch", "", "configmaps", gateNS, controller.DefaultGateName},
 		{"create", "", "events", ns, ""},
 		{"patch", "", "events", ns, ""},
 	} {
@@ -121,6 +126,10 @@ func TestLeastPrivilegeRBAC(t *testing.T) {
 		{"update", "rota.dev", "deployschedules", ns, weekName},
 		{"update", "", "configmaps", gateNS, controller.DefaultGateName},
 		{"get", "", "configmaps", gateNS, "some-other-config"},
+		// Only the gate: not every ConfigMap of its namespace.
+		{"list", "", "configmaps", gateNS, ""},
+		{"watch", "", "configmaps", gateNS, ""},
+		{"watch", "", "configmaps", gateNS, "some-other-config"},
 		{"update", "coordination.k8s.io", "leases", gateNS, "another-lease"},
 	} {
 		if allowedFor(t, cp, a) {
