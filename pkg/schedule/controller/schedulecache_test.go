@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"context"
 	"strconv"
 	"testing"
 	"time"
@@ -12,10 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/dynamic/dynamicinformer"
-	"k8s.io/client-go/informers"
 	clienttesting "k8s.io/client-go/testing"
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
 )
@@ -51,25 +47,8 @@ func (e *env) handFedSchedules(t *testing.T) (catchUp func()) {
 	e.dyn.PrependWatchReactor(v1alpha1.DeploySchedulesResource.Resource, func(clienttesting.Action) (bool, watch.Interface, error) {
 		return true, watch.NewFake(), nil
 	})
-	dynFactory := dynamicinformer.NewDynamicSharedInformerFactory(e.dyn, 0)
-	factory := informers.NewSharedInformerFactory(e.client, 0)
-	c, err := New(Options{Client: e.client, Dynamic: e.dyn, Clock: e.clock, Recorder: e.recorder,
-		GateNamespace: gateNS, GateFactory: e.gates, Failpoints: e.fp, DynFactory: dynFactory, Factory: factory})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.ctrl = c
-	ctx, cancel := context.WithCancel(e.ctx)
-	dynFactory.Start(ctx.Done())
-	factory.Start(ctx.Done())
-	t.Cleanup(func() {
-		cancel()
-		dynFactory.Shutdown()
-		factory.Shutdown()
-	})
-	if !cache.WaitForCacheSync(ctx.Done(), append([]cache.InformerSynced{c.informer.HasSynced}, c.synced...)...) {
-		t.Fatal("DeploySchedule informer not synced")
-	}
+	e.startCaches(t)
+	c := e.ctrl
 	return func() {
 		t.Helper()
 		list, err := e.dyn.Resource(v1alpha1.DeploySchedulesResource).Namespace(ns).List(e.ctx, metav1.ListOptions{})
