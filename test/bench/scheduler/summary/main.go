@@ -13,6 +13,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"slices"
@@ -225,18 +226,9 @@ func writeRequests(out io.Writer, samples map[string]map[string]*result) {
 		if stock == nil || rota == nil || len(stock.requests) == 0 || len(rota.requests) == 0 {
 			continue
 		}
-		names := map[string]bool{}
-		for k := range stock.requests {
-			names[k] = true
-		}
-		for k := range rota.requests {
-			names[k] = true
-		}
-		sorted := make([]string, 0, len(names))
-		for k := range names {
-			sorted = append(sorted, k)
-		}
+		sorted := slices.AppendSeq(slices.Collect(maps.Keys(stock.requests)), maps.Keys(rota.requests))
 		slices.Sort(sorted)
+		sorted = slices.Compact(sorted)
 		for _, k := range sorted {
 			s, r := countMedian(stock, k), countMedian(rota, k)
 			if !differ(s, r) {
