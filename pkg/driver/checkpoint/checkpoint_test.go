@@ -25,10 +25,7 @@ func sample() *Checkpoint {
 }
 
 func TestRoundTrip(t *testing.T) {
-	store, err := NewStore(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	store := testStore(t, t.TempDir())
 	if err := store.Save(sample()); err != nil {
 		t.Fatal(err)
 	}
@@ -42,10 +39,7 @@ func TestRoundTrip(t *testing.T) {
 }
 
 func TestLoadMissingIsEmpty(t *testing.T) {
-	store, err := NewStore(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	store := testStore(t, t.TempDir())
 	got, err := store.Load("boot-7")
 	if err != nil {
 		t.Fatal(err)
@@ -63,17 +57,14 @@ func TestCorrupt(t *testing.T) {
 	tests := map[string]func([]byte) []byte{
 		"truncated":         func(b []byte) []byte { return b[:len(b)/2] },
 		"flipped payload":   func(b []byte) []byte { return []byte(strings.Replace(string(b), "GPU-0", "GPU-9", 1)) },
-		"newer version":     func(b []byte) []byte { return []byte(strings.Replace(string(b), `"version": 1`, `"version": 2`, 1)) },
+		"newer version":     func(b []byte) []byte { return []byte(strings.Replace(string(b), `"version":1`, `"version":2`, 1)) },
 		"empty":             func([]byte) []byte { return nil },
 		"zeroes (no fsync)": func(b []byte) []byte { return make([]byte, len(b)) },
 	}
 	for name, mutate := range tests {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
-			store, err := NewStore(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
+			store := testStore(t, dir)
 			if err := os.WriteFile(store.Path(), mutate(good), 0o600); err != nil {
 				t.Fatal(err)
 			}
@@ -107,14 +98,8 @@ func TestCheckRejectsInconsistentPayload(t *testing.T) {
 // its context.
 func TestLockExcludesOtherHolders(t *testing.T) {
 	dir := t.TempDir()
-	a, err := NewStore(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := NewStore(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := testStore(t, dir)
+	b := testStore(t, dir)
 	unlockA, err := a.Lock(context.Background())
 	if err != nil {
 		t.Fatal(err)

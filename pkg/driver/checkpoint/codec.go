@@ -30,11 +30,14 @@ func Encode(cp *Checkpoint) ([]byte, error) {
 		return nil, fmt.Errorf("encoding checkpoint: %w", err)
 	}
 	sum := sha256.Sum256(data)
-	out, err := json.MarshalIndent(envelope{Version: Version, Checksum: hex.EncodeToString(sum[:]), Data: data}, "", "  ")
-	if err != nil {
-		return nil, fmt.Errorf("encoding checkpoint: %w", err)
-	}
-	return append(out, '\n'), nil
+	// The envelope as json.Marshal would write it, without the rescan of the
+	// payload that it makes for a RawMessage; compact, as indenting would make
+	// every write and read of a large checkpoint rescan it (jq shows it
+	// indented).
+	out := make([]byte, 0, len(data)+128)
+	out = fmt.Appendf(out, `{"version":%d,"checksum":"%s","data":`, Version, hex.EncodeToString(sum[:]))
+	out = append(out, data...)
+	return append(out, "}\n"...), nil
 }
 
 // Decode parses and verifies a checkpoint. Unknown payload fields are
@@ -48,18 +51,21 @@ func Decode(raw []byte) (*Checkpoint, error) {
 	if env.Version != Version {
 		return nil, fmt.Errorf("%w: version %d, this driver reads version %d", ErrCorrupt, env.Version, Version)
 	}
-	// The checksum covers the payload as written; re-indenting by the envelope
-	// encoder does not change compact JSON, but compact it to be safe.
-	var compact bytes.Buffer
-	if err := json.Compact(&compact, env.Data); err != nil {
-		return nil, fmt.Errorf("%w: payload: %w", ErrCorrupt, err)
-	}
-	sum := sha256.Sum256(compact.Bytes())
-	if hex.EncodeToString(sum[:]) != env.Checksum {
-		return nil, fmt.Errorf("%w: checksum mismatch", ErrCorrupt)
+	// The checksum covers the compact payload. Files this version writes hold
+	// it as it was summed; older ones indented it with the envelope.
+	payload := []byte(env.Data)
+	if !checksumMatches(payload, env.Checksum) {
+		var compact bytes.Buffer
+		if err := json.Compact(&compact, payload); err != nil {
+			return nil, fmt.Errorf("%w: payload: %w", ErrCorrupt, err)
+		}
+		payload = compact.Bytes()
+		if !checksumMatches(payload, env.Checksum) {
+			return nil, fmt.Errorf("%w: checksum mismatch", ErrCorrupt)
+		}
 	}
 	var cp Checkpoint
-	if err := json.Unmarshal(compact.Bytes(), &cp); err != nil {
+	if err := json.Unmarshal(payload, &cp); err != nil {
 		return nil, fmt.Errorf("%w: payload: %w", ErrCorrupt, err)
 	}
 	if err := cp.check(); err != nil {
@@ -72,6 +78,11 @@ func Decode(raw []byte) (*Checkpoint, error) {
 		cp.TimeSlices = map[string]string{}
 	}
 	return &cp, nil
+}
+
+func checksumMatches(payload []byte, checksum string) bool {
+	sum := sha256.Sum256(payload)
+	return hex.EncodeToString(sum[:]) == checksum
 }
 
 // check verifies what the checksum cannot: that the payload makes sense.

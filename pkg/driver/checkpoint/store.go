@@ -1,12 +1,14 @@
 package checkpoint
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
 )
@@ -20,6 +22,14 @@ const BootIDPath = "/proc/sys/kernel/random/boot_id"
 // Store reads and writes the checkpoint file.
 type Store struct {
 	path string
+
+	// mu guards lastRaw and last: the file's bytes as this Store last wrote
+	// or read them, and a private copy of their decoding. A Load that finds
+	// those same bytes returns a copy of last instead of decoding the file
+	// again; a file any other writer changed has other bytes and is decoded.
+	mu      sync.Mutex
+	lastRaw []byte
+	last    *Checkpoint
 }
 
 // NewStore uses dir/checkpoint.json, creating dir if needed.
@@ -35,6 +45,9 @@ func (s *Store) Path() string { return s.path }
 
 // Load reads the checkpoint; a missing file is an empty checkpoint for bootID.
 // A corrupt file is an error wrapping ErrCorrupt that says how to recover.
+// The caller owns the result: it may change it freely. Load reads the file
+// every time, but decodes it only when its bytes differ from those this Store
+// last wrote or read (the checksum and the payload checks ran on those).
 func (s *Store) Load(bootID string) (*Checkpoint, error) {
 	raw, err := os.ReadFile(s.path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -43,18 +56,26 @@ func (s *Store) Load(bootID string) (*Checkpoint, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading checkpoint: %w", err)
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.last != nil && bytes.Equal(raw, s.lastRaw) {
+		return s.last.Clone(), nil
+	}
 	cp, err := Decode(raw)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w; the driver will not start because it cannot tell which GPUs are in use. "+
 			"To recover: make sure no pod on this node still uses a %s claim (drain it), "+
 			"move the file away (mv %s %s.bad) and restart the plugin", s.path, err, gpuv1.DriverName, s.path, s.path)
 	}
+	s.lastRaw, s.last = raw, cp.Clone()
 	return cp, nil
 }
 
 // Save writes cp atomically: a temporary file in the same directory, fsync,
 // rename over the old file, fsync of the directory. A crash leaves either the
-// old or the new checkpoint, never a mix.
+// old or the new checkpoint, never a mix. After a failed Save, Load still
+// returns what the file holds: the old checkpoint, or the new one if only
+// the directory's fsync failed.
 func (s *Store) Save(cp *Checkpoint) error {
 	data, err := Encode(cp)
 	if err != nil {
@@ -88,6 +109,9 @@ func (s *Store) Save(cp *Checkpoint) error {
 	if err := d.Sync(); err != nil {
 		return fmt.Errorf("syncing checkpoint directory: %w", err)
 	}
+	s.mu.Lock()
+	s.lastRaw, s.last = data, cp.Clone()
+	s.mu.Unlock()
 	return nil
 }
 

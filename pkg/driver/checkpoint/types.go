@@ -7,6 +7,13 @@
 // envelope with a SHA-256 of the payload, written atomically.
 package checkpoint
 
+import (
+	"maps"
+	"slices"
+
+	"k8s.io/utils/ptr"
+)
+
 // ClaimState is where a claim is in prepare. A claim is recorded as
 // PrepareStarted before anything touches the GPU or the CDI directory, and as
 // PrepareCompleted after the last side effect. A restarted plugin rolls back
@@ -60,4 +67,34 @@ type Device struct {
 // New is an empty checkpoint for the current boot.
 func New(bootID string) *Checkpoint {
 	return &Checkpoint{BootID: bootID, Claims: map[string]Claim{}, TimeSlices: map[string]string{}}
+}
+
+// Clone is a deep copy of cp: changing either never changes the other.
+func (cp *Checkpoint) Clone() *Checkpoint {
+	out := &Checkpoint{BootID: cp.BootID}
+	if cp.Claims != nil {
+		out.Claims = make(map[string]Claim, len(cp.Claims))
+		for uid, c := range cp.Claims {
+			out.Claims[uid] = c.clone()
+		}
+	}
+	if cp.TimeSlices != nil {
+		out.TimeSlices = maps.Clone(cp.TimeSlices)
+	}
+	return out
+}
+
+func (c Claim) clone() Claim {
+	if c.Devices != nil {
+		devs := make([]Device, len(c.Devices))
+		for i, d := range c.Devices {
+			d.Requests = slices.Clone(d.Requests)
+			if d.MemoryMiB != nil {
+				d.MemoryMiB = ptr.To(*d.MemoryMiB)
+			}
+			devs[i] = d
+		}
+		c.Devices = devs
+	}
+	return c
 }
