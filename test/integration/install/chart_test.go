@@ -3,10 +3,10 @@ package install
 import (
 	"bytes"
 	"context"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 
@@ -56,19 +56,9 @@ func TestChartDefaultsMatchKustomize(t *testing.T) {
 			}
 		}
 	}
-	keys := map[string]bool{}
-	for k := range kustomized {
-		keys[k] = true
-	}
-	for k := range charted {
-		keys[k] = true
-	}
-	sorted := make([]string, 0, len(keys))
-	for k := range keys {
-		sorted = append(sorted, k)
-	}
-	sort.Strings(sorted)
-	for _, k := range sorted {
+	keys := slices.AppendSeq(slices.Collect(maps.Keys(kustomized)), maps.Keys(charted))
+	slices.Sort(keys)
+	for _, k := range slices.Compact(keys) {
 		want, got := kustomized[k], charted[k]
 		switch {
 		case got == nil:
