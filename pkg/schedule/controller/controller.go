@@ -8,9 +8,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
@@ -19,10 +17,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
-	"github.com/rota-dev/rota/pkg/schedule"
 	"github.com/rota-dev/rota/pkg/schedule/forecast"
 	"github.com/rota-dev/rota/pkg/schedule/preview"
-	"github.com/rota-dev/rota/pkg/schedule/validation"
 )
 
 // Controller reconciles DeploySchedules.
@@ -44,19 +40,9 @@ type Controller struct {
 	// Options.GateFactory (none without them).
 	synced []cache.InformerSynced
 	queue  workqueue.TypedRateLimitingInterface[string]
-
-	mu       sync.Mutex
-	compiled map[types.UID]compiledSchedule
-}
-
-// compiledSchedule is one generation of a schedule, validated and compiled:
-// validation reads only the name and the spec, so both hold until the
-// generation changes.
-type compiledSchedule struct {
-	generation int64
-	// invalid are the spec's validation errors; schedule is nil then.
-	invalid  field.ErrorList
-	schedule *schedule.Schedule
+	// specs is each schedule's validated and compiled spec, per
+	// generation, shared by the passes and the forecast.
+	specs *specCache
 }
 
 // New returns a controller; Run starts it, Reconcile runs one pass. It
@@ -72,7 +58,7 @@ func New(opts Options) (*Controller, error) {
 		workloads: api,
 		previewer: preview.New(),
 		metrics:   newMetrics(opts.Registry),
-		compiled:  map[types.UID]compiledSchedule{},
+		specs:     newSpecCache(),
 		gate:      gateReader{client: opts.Client, namespace: opts.GateNamespace, name: opts.GateName},
 	}
 	if opts.GateFactory != nil {
@@ -137,7 +123,7 @@ func (c *Controller) watch(factory dynamicinformer.DynamicSharedInformerFactory)
 				gone = tombstone.Obj
 			}
 			if m, err := meta.Accessor(gone); err == nil {
-				c.forget(m.GetUID())
+				c.specs.forget(m.GetUID())
 				c.schedules.versions.forget(m.GetNamespace() + "/" + m.GetName())
 			}
 			c.enqueue(obj)
@@ -148,7 +134,7 @@ func (c *Controller) watch(factory dynamicinformer.DynamicSharedInformerFactory)
 	}
 	c.informer = informer
 	if c.forecasts != nil {
-		c.forecasts.sources.Schedules = &informerSchedules{store: informer.GetStore()}
+		c.forecasts.sources.Schedules = &informerSchedules{store: informer.GetStore(), specs: c.specs}
 	}
 	return nil
 }
@@ -275,29 +261,4 @@ func (c *Controller) processNext(ctx context.Context) bool {
 		c.queue.AddAfter(key, requeue)
 	}
 	return true
-}
-
-// forget drops a deleted schedule's compiled form.
-func (c *Controller) forget(uid types.UID) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.compiled, uid)
-}
-
-// compile validates and compiles the schedule, cached per generation:
-// invalid holds the validation errors (nothing compiled then), err a
-// failed compilation.
-func (c *Controller) compile(ds *v1alpha1.DeploySchedule) (s *schedule.Schedule, invalid field.ErrorList, err error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if cs, ok := c.compiled[ds.UID]; ok && cs.generation == ds.Generation && ds.Generation != 0 {
-		return cs.schedule, cs.invalid, nil
-	}
-	if invalid = validation.ValidateDeploySchedule(ds); len(invalid) == 0 {
-		if s, err = schedule.Compile(ds); err != nil {
-			return nil, nil, fmt.Errorf("compile: %w", err)
-		}
-	}
-	c.compiled[ds.UID] = compiledSchedule{generation: ds.Generation, invalid: invalid, schedule: s}
-	return s, invalid, nil
 }

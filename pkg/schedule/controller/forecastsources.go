@@ -10,24 +10,17 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
-	"github.com/rota-dev/rota/pkg/schedule/forecast"
 )
 
 // informerSchedules is the forecast's ScheduleReader on the controller's
 // DeploySchedule informer: no list from the API server, and a schedule is
-// decoded and validated again only when its resourceVersion changed since
-// the previous forecast. Not safe for concurrent use (the forecaster holds
-// its lock around a read).
+// decoded and validated only for a generation that neither a pass nor an
+// earlier forecast has seen (specCache). The schedules it returns carry
+// their name, namespace, UID, generation and spec, and no status: the
+// forecast reads nothing else of them.
 type informerSchedules struct {
 	store cache.Store
-	// decoded is the previous forecast's schedules by UID.
-	decoded map[types.UID]decodedSchedule
-}
-
-type decodedSchedule struct {
-	resourceVersion string
-	ds              *v1alpha1.DeploySchedule // nil when invalid
-	invalid         string
+	specs *specCache
 }
 
 // ValidSchedules implements forecast.ScheduleReader, in namespace/name
@@ -48,25 +41,21 @@ func (s *informerSchedules) ValidSchedules(context.Context) ([]*v1alpha1.DeployS
 		}
 		return items[i].GetName() < items[j].GetName()
 	})
-	decoded := make(map[types.UID]decodedSchedule, len(items))
+	listed := make(map[types.UID]bool, len(items))
 	var valid []*v1alpha1.DeploySchedule
 	var invalid []string
 	for _, u := range items {
-		d, ok := s.decoded[u.GetUID()]
-		if !ok || d.resourceVersion != u.GetResourceVersion() || d.resourceVersion == "" {
-			ds, msg, err := forecast.DecodeSchedule(u)
-			if err != nil {
-				return nil, nil, err
-			}
-			d = decodedSchedule{resourceVersion: u.GetResourceVersion(), ds: ds, invalid: msg}
+		listed[u.GetUID()] = true
+		ds, msg, err := s.specs.forForecast(u)
+		if err != nil {
+			return nil, nil, err
 		}
-		decoded[u.GetUID()] = d
-		if d.ds == nil {
-			invalid = append(invalid, d.invalid)
+		if ds == nil {
+			invalid = append(invalid, msg)
 			continue
 		}
-		valid = append(valid, d.ds)
+		valid = append(valid, ds)
 	}
-	s.decoded = decoded
+	s.specs.retain(listed)
 	return valid, invalid, nil
 }

@@ -12,8 +12,8 @@ import (
 )
 
 // TestInformerSchedulesFollowTheStore: the forecast's schedules come from
-// the informer's store; a schedule whose resourceVersion changed is read
-// again, an invalid one is named and left out, a deleted one is gone.
+// the informer's store; a schedule whose generation changed is read again,
+// an invalid one is named and left out, a deleted one is gone.
 func TestInformerSchedulesFollowTheStore(t *testing.T) {
 	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
 	put := func(ds *v1alpha1.DeploySchedule) {
@@ -26,13 +26,13 @@ func TestInformerSchedulesFollowTheStore(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	named := func(name, rv string, priority int32) *v1alpha1.DeploySchedule {
+	named := func(name, rv string, generation int64, priority int32) *v1alpha1.DeploySchedule {
 		ds := weekSchedule()
-		ds.Name, ds.UID, ds.ResourceVersion = name, types.UID("uid-"+name), rv
+		ds.Name, ds.UID, ds.ResourceVersion, ds.Generation = name, types.UID("uid-"+name), rv, generation
 		ds.Spec.Windows[0].Priority = priority
 		return ds
 	}
-	src := &informerSchedules{store: store}
+	src := &informerSchedules{store: store, specs: newSpecCache()}
 	read := func() ([]*v1alpha1.DeploySchedule, []string) {
 		t.Helper()
 		valid, invalid, err := src.ValidSchedules(t.Context())
@@ -41,9 +41,9 @@ func TestInformerSchedulesFollowTheStore(t *testing.T) {
 		}
 		return valid, invalid
 	}
-	put(named("b", "1", 10))
-	put(named("a", "2", 10))
-	broken := named("c", "3", 10)
+	put(named("b", "1", 1, 10))
+	put(named("a", "2", 1, 10))
+	broken := named("c", "3", 1, 10)
 	broken.Spec.TimeZone = "Mars/Olympus"
 	put(broken)
 	valid, invalid := read()
@@ -54,8 +54,8 @@ func TestInformerSchedulesFollowTheStore(t *testing.T) {
 		t.Fatalf("invalid = %q, want c named", invalid)
 	}
 
-	// b's spec changes (a new resourceVersion); c is deleted.
-	put(named("b", "4", 20))
+	// b's spec changes (a new generation); c is deleted.
+	put(named("b", "4", 2, 20))
 	if err := store.Delete(unstructuredOf(map[string]any{"metadata": map[string]any{"namespace": ns, "name": "c"}})); err != nil {
 		t.Fatal(err)
 	}

@@ -159,7 +159,7 @@ func (p *pass) run(ctx context.Context) error {
 
 // validate sets the Valid condition and returns the compiled schedule.
 func (p *pass) validate() (*schedule.Schedule, bool) {
-	compiled, errs, err := p.c.compile(p.ds)
+	compiled, errs, err := p.c.specs.compile(p.ds)
 	if len(errs) > 0 {
 		p.status.setCondition("Valid", metav1.ConditionFalse, ReasonInvalidSchedule, withFix(ReasonInvalidSchedule, errs.ToAggregate().Error()))
 		return nil, false

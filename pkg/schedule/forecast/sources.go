@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
@@ -65,9 +66,16 @@ func DecodeSchedule(u *unstructured.Unstructured) (*v1alpha1.DeploySchedule, str
 		return nil, "", fmt.Errorf("decode DeploySchedule %s/%s: %w", u.GetNamespace(), u.GetName(), err)
 	}
 	if errs := validation.ValidateDeploySchedule(&ds); len(errs) > 0 {
-		return nil, fmt.Sprintf("DeploySchedule %s/%s: invalid: %v", ds.Namespace, ds.Name, errs.ToAggregate()), nil
+		return nil, InvalidScheduleMessage(ds.Namespace, ds.Name, errs), nil
 	}
 	return &ds, "", nil
+}
+
+// InvalidScheduleMessage is how a forecast names the invalid schedule
+// namespace/name it left out: a reader that caches validation gives the
+// message DecodeSchedule gives.
+func InvalidScheduleMessage(namespace, name string, errs field.ErrorList) string {
+	return fmt.Sprintf("DeploySchedule %s/%s: invalid: %v", namespace, name, errs.ToAggregate())
 }
 
 // WorkloadReader reads the Deployments and StatefulSets that schedules
