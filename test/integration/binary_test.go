@@ -14,28 +14,28 @@ import (
 	"github.com/rota-dev/rota/test/integration/framework"
 )
 
-// schedulerBinary returns the rota scheduler built by `make build`
-// (ROTA_BIN_DIR), or builds one for this test when the variable is unset.
-func schedulerBinary(t *testing.T) string {
+// rotaBinary returns Rota's command cmd/<name> as `make build` left it in
+// ROTA_BIN_DIR, or, when the variable is unset, one built for this test.
+func rotaBinary(t testing.TB, name string) string {
 	t.Helper()
 	if dir := os.Getenv("ROTA_BIN_DIR"); dir != "" {
-		bin := filepath.Join(dir, "scheduler")
+		bin := filepath.Join(dir, name)
 		if _, err := os.Stat(bin); err != nil {
-			t.Fatalf("ROTA_BIN_DIR=%s has no scheduler binary (run 'make build'): %v", dir, err)
+			t.Fatalf("ROTA_BIN_DIR=%s has no %s binary (run 'make build'): %v", dir, name, err)
 		}
 		return bin
 	}
-	bin := filepath.Join(t.TempDir(), "scheduler")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/scheduler")
+	bin := filepath.Join(t.TempDir(), name)
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/"+name)
 	cmd.Dir = framework.RepoRoot(t)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/scheduler: %v\n%s", err, out)
+		t.Fatalf("go build ./cmd/%s: %v\n%s", name, err, out)
 	}
 	return bin
 }
 
 func TestSchedulerBinaryBindsPod(t *testing.T) {
-	bin := schedulerBinary(t)
+	bin := rotaBinary(t, "scheduler")
 
 	version, err := exec.Command(bin, "--version").CombinedOutput()
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/dynamic-resource-allocation/kubeletplugin"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
@@ -42,8 +43,10 @@ type gpuNode struct {
 	slicer timeslice.Setter
 	// external: the plugin runs elsewhere (a binary); only connect to it.
 	external bool
-	dra      drapb.DRAPluginClient
-	conns    []*grpc.ClientConn
+	// kubeClient replaces the test's shared client as the plugin's when set.
+	kubeClient kubernetes.Interface
+	dra        drapb.DRAPluginClient
+	conns      []*grpc.ClientConn
 }
 
 // startGPUNode creates the Node object and starts the plugin with profile;
@@ -91,7 +94,11 @@ func (n *gpuNode) start() {
 	n.t.Helper()
 	logger := ktesting.NewLogger(n.t, ktesting.NewConfig(ktesting.Verbosity(2)))
 	ctx := klog.NewContext(context.Background(), logger)
-	p, err := app.Start(ctx, n.opts, app.Extra{KubeClient: n.cp.Client, Hook: n.hook, TimeSlicer: n.slicer,
+	client := n.kubeClient
+	if client == nil {
+		client = n.cp.Client
+	}
+	p, err := app.Start(ctx, n.opts, app.Extra{KubeClient: client, Hook: n.hook, TimeSlicer: n.slicer,
 		Fatal: func(err error) { n.t.Errorf("plugin fatal error: %v", err) }})
 	if err != nil {
 		n.t.Fatalf("starting plugin: %v", err)

@@ -1,39 +1,16 @@
 package integration
 
 import (
-	"bytes"
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
 
-	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
 	"github.com/rota-dev/rota/pkg/driver/checkpoint"
 	"github.com/rota-dev/rota/test/integration/framework"
 )
-
-// pluginBinary returns dra-kubelet-plugin from `make build` (ROTA_BIN_DIR),
-// or builds one for this test.
-func pluginBinary(t *testing.T) string {
-	t.Helper()
-	if dir := os.Getenv("ROTA_BIN_DIR"); dir != "" {
-		bin := filepath.Join(dir, "dra-kubelet-plugin")
-		if _, err := os.Stat(bin); err != nil {
-			t.Fatalf("ROTA_BIN_DIR=%s has no dra-kubelet-plugin binary (run 'make build'): %v", dir, err)
-		}
-		return bin
-	}
-	bin := filepath.Join(t.TempDir(), "dra-kubelet-plugin")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/dra-kubelet-plugin")
-	cmd.Dir = framework.RepoRoot(t)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/dra-kubelet-plugin: %v\n%s", err, out)
-	}
-	return bin
-}
 
 // TestDriverGracefulShutdownOnSIGTERM runs the real binary against the test's
 // API server, prepares a claim, keeps the kubelet busy with prepares and
@@ -42,46 +19,13 @@ func pluginBinary(t *testing.T) string {
 // loads and holds only completed claims whose CDI specs exist, and a
 // restarted plugin unprepares the claim prepared before the shutdown.
 func TestDriverGracefulShutdownOnSIGTERM(t *testing.T) {
-	bin := pluginBinary(t)
 	ctx := context.Background()
 	cp := framework.StartControlPlane(t)
 	cp.Create(t, framework.DeviceClass(), framework.Namespace("ml"))
 	// The first plugin is the binary; the in-process one is the restart.
 	n := startGPUNode(t, cp, "node-term", "l4x2", func(g *gpuNode) { g.external = true })
 
-	args := []string{"--node-name", n.name, "--mock-profile", "l4x2", "--kubeconfig", cp.Kubeconfig,
-		"--cdi-root", n.opts.CDIRoot, "--plugin-data-dir", n.opts.PluginDataDir, "--registrar-dir", n.opts.RegistrarDir,
-		"--boot-id-file", n.opts.BootIDFile, "--http-address", "", "--metrics-address", "", "--shutdown-timeout", "10s", "-v=2"}
-	var logs bytes.Buffer
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		err := <-exited // "signal: killed" if it was still running
-		if t.Failed() {
-			t.Logf("plugin exit: %v; output:\n%s", err, logs.String())
-		}
-	})
-	framework.WaitFor(t, "the plugin binary to register", func(ctx context.Context) (bool, string, error) {
-		info, err := n.getInfo(ctx)
-		if err != nil {
-			return false, err.Error(), nil
-		}
-		return info.Name == gpuv1.DriverName, info.String(), nil
-	})
-	framework.WaitFor(t, "the plugin binary to publish its slice", func(ctx context.Context) (bool, string, error) {
-		s, err := n.slice(ctx)
-		if err != nil {
-			return false, err.Error(), nil
-		}
-		return len(s.Spec.Devices) == 2, "", nil
-	})
-	time.Sleep(time.Second) // the first publish returns after informer sync, polled about every second
+	proc := startPluginProcess(t, n, 2, "", "--shutdown-timeout", "10s", "-v=2")
 
 	before := n.allocatedClaim(ctx, "ml", "before", "", "gpu-0")
 	if _, err := n.prepare(ctx, before); err != nil {
@@ -111,12 +55,12 @@ func TestDriverGracefulShutdownOnSIGTERM(t *testing.T) {
 	time.Sleep(200 * time.Millisecond)
 
 	sent := time.Now()
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := proc.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case err := <-exited:
-		exited <- err // for the cleanup
+	case err := <-proc.exited:
+		proc.exited <- err // for the cleanup
 		if err != nil {
 			t.Fatalf("plugin exited with %v after SIGTERM, want status 0", err)
 		}
