@@ -5,7 +5,6 @@ import (
 	"context"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,28 +13,8 @@ import (
 	"github.com/rota-dev/rota/test/integration/framework"
 )
 
-// rotaBinary returns Rota's command cmd/<name> as `make build` left it in
-// ROTA_BIN_DIR, or, when the variable is unset, one built for this test.
-func rotaBinary(t testing.TB, name string) string {
-	t.Helper()
-	if dir := os.Getenv("ROTA_BIN_DIR"); dir != "" {
-		bin := filepath.Join(dir, name)
-		if _, err := os.Stat(bin); err != nil {
-			t.Fatalf("ROTA_BIN_DIR=%s has no %s binary (run 'make build'): %v", dir, name, err)
-		}
-		return bin
-	}
-	bin := filepath.Join(t.TempDir(), name)
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/"+name)
-	cmd.Dir = framework.RepoRoot(t)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/%s: %v\n%s", name, err, out)
-	}
-	return bin
-}
-
 func TestSchedulerBinaryBindsPod(t *testing.T) {
-	bin := rotaBinary(t, "scheduler")
+	bin := framework.Binary(t, "scheduler")
 
 	version, err := exec.Command(bin, "--version").CombinedOutput()
 	if err != nil {

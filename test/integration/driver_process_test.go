@@ -44,7 +44,7 @@ func startPluginProcess(t testing.TB, n *gpuNode, devices int, metricsAddr strin
 	args := append([]string{"--node-name", n.name, "--mock-profile", n.opts.MockProfile, "--kubeconfig", n.cp.Kubeconfig,
 		"--cdi-root", n.opts.CDIRoot, "--plugin-data-dir", n.opts.PluginDataDir, "--registrar-dir", n.opts.RegistrarDir,
 		"--boot-id-file", n.opts.BootIDFile, "--http-address", "", "--metrics-address", metricsAddr}, extra...)
-	p := &pluginProcess{cmd: exec.Command(rotaBinary(t, "dra-kubelet-plugin"), args...), exited: make(chan error, 1),
+	p := &pluginProcess{cmd: exec.Command(framework.Binary(t, "dra-kubelet-plugin"), args...), exited: make(chan error, 1),
 		logs: &bytes.Buffer{}, metricsAddr: metricsAddr}
 	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
 	if err := p.cmd.Start(); err != nil {

@@ -85,7 +85,7 @@ func setRunning(t *testing.T, cp *framework.ControlPlane, ns, name string, ready
 // exit error.
 func runKubectlRotaErr(t *testing.T, cp *framework.ControlPlane, args ...string) (string, error) {
 	t.Helper()
-	out, err := exec.Command(kubectlRota(t), append([]string{"--kubeconfig", cp.Kubeconfig}, args...)...).CombinedOutput()
+	out, err := exec.Command(framework.Binary(t, "kubectl-rota"), append([]string{"--kubeconfig", cp.Kubeconfig}, args...)...).CombinedOutput()
 	return string(out), err
 }
 
@@ -160,7 +160,7 @@ func TestDefrag(t *testing.T) {
 	if err := os.WriteFile(approved, []byte(runKubectlRota(t, cp, "defrag", "-A", "-o", "json")), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(kubectlRota(t), "--kubeconfig", cp.Kubeconfig, "defrag", "-A", "--apply", "--approved", approved, "--timeout", "1m")
+	cmd := exec.Command(framework.Binary(t, "kubectl-rota"), "--kubeconfig", cp.Kubeconfig, "defrag", "-A", "--apply", "--approved", approved, "--timeout", "1m")
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -238,7 +238,7 @@ func TestDefragStopsWhenThePlanChanges(t *testing.T) {
 		}
 	}
 	var out bytes.Buffer
-	cmd := exec.Command(kubectlRota(t), "--kubeconfig", cp.Kubeconfig, "defrag", "-A", "--apply", "--timeout", "1m")
+	cmd := exec.Command(framework.Binary(t, "kubectl-rota"), "--kubeconfig", cp.Kubeconfig, "defrag", "-A", "--apply", "--timeout", "1m")
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

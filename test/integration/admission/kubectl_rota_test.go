@@ -4,12 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 
 	resourceapi "k8s.io/api/resource/v1"
@@ -21,43 +18,10 @@ import (
 	"github.com/rota-dev/rota/test/integration/framework"
 )
 
-var (
-	buildOnce sync.Once
-	builtDir  string
-	buildErr  error
-	buildOut  []byte
-)
-
-// kubectlRota returns the kubectl-rota binary built by `make build`
-// (ROTA_BIN_DIR), or builds one once for this test binary.
-func kubectlRota(t *testing.T) string {
-	t.Helper()
-	if dir := os.Getenv("ROTA_BIN_DIR"); dir != "" {
-		bin := filepath.Join(dir, "kubectl-rota")
-		if _, err := os.Stat(bin); err != nil {
-			t.Fatalf("ROTA_BIN_DIR=%s has no kubectl-rota binary (run 'make build'): %v", dir, err)
-		}
-		return bin
-	}
-	buildOnce.Do(func() {
-		builtDir, buildErr = os.MkdirTemp("", "kubectl-rota-")
-		if buildErr != nil {
-			return
-		}
-		cmd := exec.Command("go", "build", "-o", filepath.Join(builtDir, "kubectl-rota"), "./cmd/kubectl-rota")
-		cmd.Dir = framework.RepoRoot(t)
-		buildOut, buildErr = cmd.CombinedOutput()
-	})
-	if buildErr != nil {
-		t.Fatalf("go build ./cmd/kubectl-rota: %v\n%s", buildErr, buildOut)
-	}
-	return filepath.Join(builtDir, "kubectl-rota")
-}
-
 // runKubectlRota runs `kubectl rota args...` against the control plane.
 func runKubectlRota(t *testing.T, cp *framework.ControlPlane, args ...string) string {
 	t.Helper()
-	cmd := exec.Command(kubectlRota(t), append([]string{"--kubeconfig", cp.Kubeconfig}, args...)...)
+	cmd := exec.Command(framework.Binary(t, "kubectl-rota"), append([]string{"--kubeconfig", cp.Kubeconfig}, args...)...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("kubectl rota %s: %v\n%s", strings.Join(args, " "), err, out)

@@ -2,9 +2,6 @@ package sandbox
 
 import (
 	"context"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -15,36 +12,11 @@ import (
 	"github.com/rota-dev/rota/test/integration/framework"
 )
 
-// componentBinaries returns the directory of the scheduler, schedule-controller
-// and dra-kubelet-plugin binaries: ROTA_BIN_DIR (make build), else a
-// directory this test builds them into.
-func componentBinaries(t *testing.T) string {
-	t.Helper()
-	names := []string{"scheduler", "schedule-controller", "dra-kubelet-plugin"}
-	if dir := os.Getenv("ROTA_BIN_DIR"); dir != "" {
-		for _, n := range names {
-			if _, err := os.Stat(filepath.Join(dir, n)); err != nil {
-				t.Fatalf("ROTA_BIN_DIR=%s has no %s binary (run 'make build'): %v", dir, n, err)
-			}
-		}
-		return dir
-	}
-	dir := t.TempDir()
-	for _, n := range names {
-		cmd := exec.Command("go", "build", "-trimpath", "-o", filepath.Join(dir, n), "./cmd/"+n)
-		cmd.Dir = framework.RepoRoot(t)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("go build ./cmd/%s: %v\n%s", n, err, out)
-		}
-	}
-	return dir
-}
-
 // TestChaosShortSeed is the short chaos run CI makes: 50 SIGKILLs of the
 // schedulers, the schedule controllers and the drivers, running as
 // processes, while the workload mix plays; no invariant may break.
 func TestChaosShortSeed(t *testing.T) {
-	bin := componentBinaries(t)
+	bin := framework.BinDir(t, "scheduler", "schedule-controller", "dra-kubelet-plugin")
 	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.Verbosity(1)))
 	ctx := klog.NewContext(context.Background(), logger)
 	const kills = 50

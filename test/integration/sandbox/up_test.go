@@ -59,7 +59,7 @@ func (l *lines) String() string {
 // asks for an H100 else an A100, sees it Running on an H100 node, then
 // interrupts the sandbox and expects a clean exit.
 func TestSandboxUp(t *testing.T) {
-	bin := sandboxBinary(t)
+	bin := framework.Binary(t, "rota-sandbox")
 	dir := t.TempDir()
 	cmd := exec.Command(bin, "up", "--nodes", "dgx-h100:2,dgx-a100:1", "--dir", dir)
 	cmd.Dir = framework.RepoRoot(t)

@@ -4,11 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -110,34 +107,11 @@ func TestForecastCondition(t *testing.T) {
 	}
 }
 
-var (
-	buildOnce sync.Once
-	builtDir  string
-	buildErr  error
-	buildOut  []byte
-)
-
-// runKubectlRota builds kubectl-rota once (or takes it from ROTA_BIN_DIR,
-// as `make build` leaves it) and runs it against the control plane.
+// runKubectlRota runs kubectl-rota (framework.Binary) against the control
+// plane.
 func runKubectlRota(t *testing.T, cp *framework.ControlPlane, args ...string) string {
 	t.Helper()
-	bin := ""
-	if dir := os.Getenv("ROTA_BIN_DIR"); dir != "" {
-		bin = filepath.Join(dir, "kubectl-rota")
-	} else {
-		buildOnce.Do(func() {
-			if builtDir, buildErr = os.MkdirTemp("", "kubectl-rota-"); buildErr != nil {
-				return
-			}
-			cmd := exec.Command("go", "build", "-o", filepath.Join(builtDir, "kubectl-rota"), "./cmd/kubectl-rota")
-			cmd.Dir = framework.RepoRoot(t)
-			buildOut, buildErr = cmd.CombinedOutput()
-		})
-		if buildErr != nil {
-			t.Fatalf("go build ./cmd/kubectl-rota: %v\n%s", buildErr, buildOut)
-		}
-		bin = filepath.Join(builtDir, "kubectl-rota")
-	}
+	bin := framework.Binary(t, "kubectl-rota")
 	cmd := exec.Command(bin, append([]string{"--kubeconfig", cp.Kubeconfig}, args...)...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
