@@ -64,12 +64,17 @@ func TestNewRequiresInformers(t *testing.T) {
 }
 
 // startedController builds the controller on fake clients and starts its
-// informers as a binary does; they stop when the test ends.
-func startedController(t *testing.T) (context.Context, context.CancelFunc, *Controller, *fake.Clientset, *dynamicfake.FakeDynamicClient) {
+// informers as a binary does; they stop when the test ends. setup runs on
+// the typed client before the informers start: a fake's reactors may only
+// be added while nothing calls it.
+func startedController(t *testing.T, setup ...func(*fake.Clientset)) (context.Context, context.CancelFunc, *Controller, *fake.Clientset, *dynamicfake.FakeDynamicClient) {
 	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
 	client, dyn := fakeClients(t)
+	for _, f := range setup {
+		f(client)
+	}
 	factory := informers.NewSharedInformerFactory(client, 0)
 	dynFactory := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
 	c, err := New(Options{

@@ -76,18 +76,21 @@ func untaintedButSelected(t *testing.T, client *fake.Clientset) []string {
 // class hands out. The state is checked before each write (the result of
 // all earlier ones) and at the end.
 func TestClassNeverSelectsUntaintedGPUs(t *testing.T) {
-	ctx, _, c, client, dyn := startedController(t)
+	// The reactor goes in before the informers start: the fake client
+	// does not guard its reactor chain against a concurrent call.
 	var writes []string
-	client.PrependReactor("*", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		res := a.GetResource().Resource
-		if a.GetVerb() == "get" || a.GetVerb() == "list" || a.GetVerb() == "watch" || (res != "deviceclasses" && res != "devicetaintrules") {
+	ctx, _, c, client, dyn := startedController(t, func(client *fake.Clientset) {
+		client.PrependReactor("*", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
+			res := a.GetResource().Resource
+			if a.GetVerb() == "get" || a.GetVerb() == "list" || a.GetVerb() == "watch" || (res != "deviceclasses" && res != "devicetaintrules") {
+				return false, nil, nil
+			}
+			if bad := untaintedButSelected(t, client); len(bad) > 0 {
+				t.Errorf("before %s %s: the class selects untainted %v (writes so far %v)", a.GetVerb(), res, bad, writes)
+			}
+			writes = append(writes, a.GetVerb()+" "+res)
 			return false, nil, nil
-		}
-		if bad := untaintedButSelected(t, client); len(bad) > 0 {
-			t.Errorf("before %s %s: the class selects untainted %v (writes so far %v)", a.GetVerb(), res, bad, writes)
-		}
-		writes = append(writes, a.GetVerb()+" "+res)
-		return false, nil, nil
+		})
 	})
 	if _, err := client.ResourceV1().ResourceSlices().Create(ctx, twoGPUSlice(), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
