@@ -12,12 +12,14 @@ export PATH := $(TOOLS):$(PATH)
 export CGO_ENABLED := 1
 export CGO_CFLAGS := -O2 -g -Wno-deprecated-declarations
 
-CONTROLLER_GEN_VERSION := v0.23.0
-GOLANGCI_LINT_VERSION := v2.15.0
-GOTESTSUM_VERSION := v1.13.0
+# Every Go program the build runs is pinned by a `tool` line, so that `go mod
+# tidy` keeps its sums and it builds from the checked-in go.sum alone:
+# kubectl, etcd and helm in go.mod (they build from the Kubernetes and Helm
+# modules Rota already depends on, and share the test build's cache),
+# controller-gen, golangci-lint and gotestsum each in a module of its own under
+# hack/tools/<name> (their dependencies must not move Rota's). Moving one:
+# cd hack/tools/<name> && go get -tool <package>@<version> && go mod tidy.
 K8S_VERSION := $(shell $(GO) list -m -f '{{.Version}}' k8s.io/kubernetes 2>/dev/null)
-# The helm CLI is the release of the Helm library the chart tests render with.
-HELM_VERSION := $(shell $(GO) list -m -f '{{.Version}}' helm.sh/helm/v4 2>/dev/null)
 
 # Evaluated once (not at every use), so every binary and image of one make
 # run carries the same version and build time.
@@ -108,8 +110,8 @@ release-manifests: ## Render bin/release/rota.yaml: make release-manifests VERSI
 		--registry $(or $(REGISTRY),$(IMAGE_REGISTRY)) --out bin/release/rota.yaml
 
 # kubectl for the sandbox, built from the Kubernetes module Rota already
-# depends on (nothing is downloaded).
-bin/kubectl: go.mod
+# depends on (a tool of go.mod).
+bin/kubectl: go.mod go.sum
 	$(GO) build -o $@ k8s.io/kubernetes/cmd/kubectl
 
 # The local sandbox (cmd/rota-sandbox): the fallback and the week-swap
@@ -139,7 +141,7 @@ chaos: build ## Kill real component processes at random (CHAOS_SEED, CHAOS_KILLS
 	bin/rota-sandbox chaos --seed $(CHAOS_SEED) --kills $(CHAOS_KILLS) --bin-dir $(CURDIR)/bin \
 		--dir $(CHAOS_DIR) --report $(CHAOS_DIR)/report.json $(CHAOS_FLAGS)
 
-bin/etcd: go.mod
+bin/etcd: go.mod go.sum
 	$(GO) build -o $@ go.etcd.io/etcd/server/v3
 
 # Upstream's scheduler_perf with the stock and the Rota profile, alternating
@@ -238,14 +240,13 @@ update-k8s: ## Move to another Kubernetes release: make update-k8s K8S=v1.37.3
 	hack/update-k8s-replaces.sh $(K8S)
 	$(GO) mod tidy
 
-$(TOOLS)/controller-gen:
-	GOBIN=$(TOOLS) $(GO) install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
-$(TOOLS)/golangci-lint:
-	GOBIN=$(TOOLS) CGO_ENABLED=0 $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
-$(TOOLS)/helm: go.mod
-	GOBIN=$(TOOLS) CGO_ENABLED=0 $(GO) install helm.sh/helm/v4/cmd/helm@$(HELM_VERSION)
-$(TOOLS)/gotestsum:
-	GOBIN=$(TOOLS) CGO_ENABLED=0 $(GO) install gotest.tools/gotestsum@$(GOTESTSUM_VERSION)
+# The tools of hack/tools/<name>/go.mod ("tool" installs every tool line).
+$(TOOLS)/controller-gen $(TOOLS)/golangci-lint $(TOOLS)/gotestsum: $(TOOLS)/%: hack/tools/%/go.mod hack/tools/%/go.sum
+	GOBIN=$(TOOLS) CGO_ENABLED=0 $(GO) -C hack/tools/$* install tool
+# The helm CLI is the release of the Helm library the chart tests render with
+# (a tool of go.mod), built with the test build's settings to share its cache.
+$(TOOLS)/helm: go.mod go.sum
+	$(GO) build -o $@ helm.sh/helm/v4/cmd/helm
 
 .PHONY: clean
 clean:
