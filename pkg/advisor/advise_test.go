@@ -16,7 +16,8 @@ func kinds(a Advice) []Kind {
 	return out
 }
 
-// fragmentation is SPEC §8.5 at t=10: a-1 on n2, a-2 on n1, one GPU free
+// fragmentation is the fragmentation scenario
+// (docs/design.md#scenario-fragmentation) at t=10: a-1 on n2, a-2 on n1, one GPU free
 // on each node, B's 2-GPU gang (one claim) waits.
 func fragmentation() (*cluster, *Workload) {
 	c := newCluster(map[string]string{"n1": "H100", "n2": "H100"}, 2)

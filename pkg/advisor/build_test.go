@@ -60,7 +60,8 @@ func claimPod(ns, name, claim, node string, labels map[string]string) *v1.Pod {
 	return p
 }
 
-// The SPEC §8.5 cluster at t=10 from objects: B's advice names the drain
+// The fragmentation scenario's cluster
+// (docs/design.md#scenario-fragmentation) at t=10 from objects: B's advice names the drain
 // of A's replica on n1; with A's budget it is none, naming the budget.
 func TestBuildFragmentation(t *testing.T) {
 	slices := []*resourceapi.ResourceSlice{h100Slice("n1", 2), h100Slice("n2", 2)}

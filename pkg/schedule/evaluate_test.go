@@ -14,7 +14,8 @@ const (
 	Stopped = v1alpha1.StateStopped
 )
 
-// TestEvaluateWeekSwap is acceptance scenario §8.1: the docs/schedule.md schedule over the
+// TestEvaluateWeekSwap is the week-swap acceptance scenario
+// (docs/design.md#scenario-week-swap): the docs/schedule.md schedule over the
 // week of Mon 2026-10-19, through Monday 08:00 of the next week.
 func TestEvaluateWeekSwap(t *testing.T) {
 	hcm := mustLoad(t, "Asia/Ho_Chi_Minh")
@@ -72,7 +73,8 @@ func TestEvaluateWeekSwap(t *testing.T) {
 	}
 }
 
-// TestEvaluateMultiReplica is acceptance scenario §8.2: llama70b scales 1→2 at
+// TestEvaluateMultiReplica is the multi-replica acceptance scenario
+// (docs/design.md#scenario-multi-replica): llama70b scales 1→2 at
 // 08:00 and 2→1 at 18:00, never to zero; qwen-8gpu uses the freed node outside
 // business hours.
 func TestEvaluateMultiReplica(t *testing.T) {

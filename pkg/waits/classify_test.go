@@ -35,12 +35,12 @@ func TestClassify(t *testing.T) {
 		in   Attempt
 		want Verdict
 	}{
-		"§8.5 t=0: one GPU free in the pool, two needed": {
+		"fragmentation t=0: one GPU free in the pool, two needed": {
 			in: Attempt{Requests: [][]TierCounts{{counts(2, [2]int{1, 0}, none, none, none)}}},
 			want: Verdict{Reason: InsufficientCapacity, Message: "request gpu: needs 2 GPUs, 1 free in the pool (n1: 1) of 4 matching; " +
 				"preemption would not help: evicting every lower-priority pod leaves at most 1 free on one node (n1)"},
 		},
-		"§8.5 t=10: one free on each node, same node needed": {
+		"fragmentation t=10: one free on each node, same node needed": {
 			in: Attempt{Requests: [][]TierCounts{{counts(2, [2]int{1, 1}, none, none, none)}}},
 			want: Verdict{Reason: TopologyFragmentation, Message: "request gpu: needs 2 GPUs on one node; 2 free in the pool but spread (n1: 1, n2: 1), largest free block 1 on n1; " +
 				"preemption would not help: evicting every lower-priority pod leaves at most 1 free on one node (n1)"},
@@ -50,7 +50,7 @@ func TestClassify(t *testing.T) {
 			want: Verdict{Reason: TopologyFragmentation, Message: "request gpu: needs 2 GPUs on one node; 2 free in the pool but spread (n1: 1, n2: 1), largest free block 1 on n1; " +
 				"evicting lower-priority pods could free 2 on n2, but Rota evicts only where a priority policy allows"},
 		},
-		"§8.5 variant: pinned replicas on both nodes, a constraint conflict": {
+		"fragmentation conflict: pinned replicas on both nodes, a constraint conflict": {
 			in: Attempt{Requests: [][]TierCounts{{counts(2, [2]int{1, 1}, none, none, [2]int{1, 1})}}},
 			want: Verdict{Reason: TopologyFragmentation, Unresolvable: true, Message: "constraint conflict, no placement exists: request gpu: needs 2 GPUs on one node; " +
 				"2 free in the pool but spread (n1: 1, n2: 1), largest free block 1 on n1; pods that must keep running (PodDisruptionBudget) hold 2 of the matching GPUs (n1: 1, n2: 1), " +

@@ -276,8 +276,8 @@ func TestColorOnlyWhenAsked(t *testing.T) {
 	}
 }
 
-// advised adds the unblock advice the scheduler writes for SPEC §8.5 at
-// t=10 (computed by the advisor) to a waiting pod.
+// advised adds the unblock advice the scheduler writes for the fragmentation
+// scenario (docs/design.md#scenario-fragmentation) at t=10 (computed by the advisor) to a waiting pod.
 func advised(t *testing.T, pod *v1.Pod) *v1.Pod {
 	t.Helper()
 	dev := func(node string, i int, holder string) advisor.Device {

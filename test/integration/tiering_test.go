@@ -47,7 +47,7 @@ func tieredPod(ns, name, template string) *v1.Pod {
 	return framework.GPUPod(ns, name, scheduler.ProfileName, template)
 }
 
-// TestTieringFallback is scenario §8.4 (docs/scenarios.md): H100s fill first, then A100; a freed
+// TestTieringFallback is the fallback scenario (docs/design.md#scenario-fallback): H100s fill first, then A100; a freed
 // H100 takes the next pod; the placement is explained on the pod.
 func TestTieringFallback(t *testing.T) {
 	cp := framework.StartControlPlane(t)

@@ -41,7 +41,8 @@ func ofType(recs []map[string]any, typ string) []map[string]any {
 	return out
 }
 
-// TestForecastWeekFits is SPEC §8.1 on one node of 10 H100s, as the
+// TestForecastWeekFits is the week-swap scenario
+// (docs/design.md#scenario-week-swap) on one node of 10 H100s, as the
 // driver publishes a mock h100:10 node: demand peaks at exactly 10.
 func TestForecastWeekFits(t *testing.T) {
 	recs := forecastJSON(t, "--file", weekFile, "--file", weekWorkloads, "--node", "gpu-node-0=h100:10")

@@ -21,7 +21,7 @@ func run(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	return code, out.String(), errOut.String()
 }
 
-// TestTimelineJSON runs the command in-process on the §8.2 example and checks
+// TestTimelineJSON runs the command in-process on the multi-replica example and checks
 // every line byte for byte: field names, order and null replicas are the contract.
 func TestTimelineJSON(t *testing.T) {
 	code, stdout, stderr := run(t, "timeline", "--file", multiReplicaFile,
@@ -47,7 +47,7 @@ func TestTimelineJSON(t *testing.T) {
 	}
 }
 
-// TestTimelineJSONWeek checks the §8.1 week through the command: 12 transitions,
+// TestTimelineJSONWeek checks the week-swap week through the command: 12 transitions,
 // the Wednesday maintenance among them, and intervals that tile the range.
 func TestTimelineJSONWeek(t *testing.T) {
 	code, stdout, stderr := run(t, "timeline", "-f", weekFile,

@@ -16,7 +16,8 @@ import (
 	"github.com/rota-dev/rota/pkg/scheduler"
 )
 
-// The reservation part of the mix is SPEC §8.3's (examples/scenarios/
+// The reservation part of the mix is the H200 reservation scenario's
+// (docs/design.md#scenario-h200-reservation, examples/scenarios/
 // reservation-h200): GPUReservation team-a/serving holds one H200 of h200-0,
 // time-sliced, for members A, B, C and D; a DeploySchedule swaps A and B.
 // Its windows flip every minute of real time (the components are separate

@@ -8,8 +8,8 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 )
 
-// BenchmarkForecastWeek forecasts a week of 50 copies of SPEC §5's
-// schedule (100 targets: 8 and 6 GPUs, swapped every weekday 08:00 and
+// BenchmarkForecastWeek forecasts a week of 50 copies of the week-swap
+// scenario's schedule (docs/design.md#scenario-week-swap; 100 targets: 8 and 6 GPUs, swapped every weekday 08:00 and
 // 18:00, plus Wednesday's maintenance) with 20 always-running 2-GPU
 // workloads on 64 nodes of 8 H100s: what the controller computes at most
 // once a minute for its Forecast condition.

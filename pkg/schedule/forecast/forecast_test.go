@@ -18,7 +18,8 @@ import (
 
 const week = "serving/gpu-pool-h100-shared/"
 
-// weekInput is SPEC §8.1: the week schedule on one node of 10 H100s, with
+// weekInput is the week-swap scenario (docs/design.md#scenario-week-swap):
+// the week schedule on one node of 10 H100s, with
 // md-bge-embed (2 GPUs) that no schedule touches; extra targets may be
 // added to the schedule by edit with their loads.
 func weekInput(t *testing.T, edit func(*v1alpha1.DeploySchedule), extra map[string]*Load) Input {

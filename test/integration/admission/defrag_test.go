@@ -21,7 +21,7 @@ import (
 	"github.com/rota-dev/rota/test/integration/framework"
 )
 
-// defragCluster is §8.5 at t=10 with team-a's budget "serving" at
+// defragCluster is the fragmentation scenario at t=10 with team-a's budget "serving" at
 // minAvailable 1 and the real disruption controller keeping its status:
 // a-1 (n2) and a-2 (n1) run, one GPU is free on each node, B's 2-GPU gang
 // waits fragmented. ready says which of A's replicas report Ready (the

@@ -13,7 +13,7 @@ import (
 	"github.com/rota-dev/rota/test/integration/framework"
 )
 
-// fragmentationCluster sets up scenario §8.5 (docs/scenarios.md) at t=0: two nodes with two GPUs
+// fragmentationCluster sets up the fragmentation scenario (docs/design.md#scenario-fragmentation) at t=0: two nodes with two GPUs
 // each; tenant A serves with two replicas (a-1 on n2, a-2 on n1), tenant C
 // runs a one-GPU job on n2, and tenant B submits a two-rank gang whose
 // ranks share one claim of two GPUs (so both land on the same node, whole
@@ -56,7 +56,7 @@ func fragmentationCluster(t *testing.T, extra ...any) *framework.ControlPlane {
 	return cp
 }
 
-// TestFragmentationScenario is scenario §8.5 (docs/scenarios.md).
+// TestFragmentationScenario is the fragmentation scenario (docs/design.md#scenario-fragmentation).
 func TestFragmentationScenario(t *testing.T) {
 	sim := newSimTime(t)
 	cp := fragmentationCluster(t)
@@ -115,7 +115,8 @@ func TestFragmentationScenario(t *testing.T) {
 	}
 }
 
-// TestFragmentationConstraintConflict is §8.5's variant: A must keep two
+// TestFragmentationConstraintConflict is the fragmentation scenario's
+// constraint-conflict case (docs/design.md#scenario-fragmentation-constraint-conflict): A must keep two
 // replicas across both nodes (a PodDisruptionBudget with minAvailable 2),
 // so no placement for B can exist. B is told so, as a constraint conflict
 // that the scheduler does not retry as if it might fit.

@@ -29,7 +29,7 @@ func runKubectlRota(t *testing.T, cp *framework.ControlPlane, args ...string) st
 	return string(out)
 }
 
-// checkKubectlRota shows, in the §8.5 scenario at t=10, what an operator
+// checkKubectlRota shows, in the fragmentation scenario at t=10, what an operator
 // sees: why B waits, and the pool with its holders.
 func checkKubectlRota(t *testing.T, cp *framework.ControlPlane) {
 	t.Helper()

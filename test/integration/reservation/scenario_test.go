@@ -15,7 +15,7 @@ import (
 	"github.com/rota-dev/rota/test/integration/framework"
 )
 
-// TestScenarioH200Reservation is scenario §8.3 (docs/scenarios.md): a reservation holding one H200 of
+// TestScenarioH200Reservation is the H200 reservation scenario (docs/design.md#scenario-h200-reservation): a reservation holding one H200 of
 // an 8× H200 node, time-sliced, with members whose VRAM budgets fit; a
 // fourth that would pass the budget is refused with numbers; non-members
 // never land on the reserved GPU, also while every member is stopped; an

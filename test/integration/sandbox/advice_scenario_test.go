@@ -7,7 +7,8 @@ import (
 	"github.com/rota-dev/rota/pkg/advisor"
 )
 
-// The unblock advice at other sizes than SPEC §8.5 (the advice-*.yaml
+// The unblock advice at other sizes than the fragmentation scenario's
+// (docs/design.md#scenario-fragmentation; the advice-*.yaml
 // scenarios): each checkpoint's adviceContains names the expected option;
 // here the first option's kind is checked as well, since the advice is
 // ordered.

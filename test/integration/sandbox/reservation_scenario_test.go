@@ -12,7 +12,7 @@ import (
 // budgetMiB is an H200's 143,771 MiB × 0.95, floored (docs/reservations.md, "VRAM budget").
 const budgetMiB = 136582
 
-// TestScenarioReservationH200 plays scenario §8.3 (docs/scenarios.md) with the real driver on an
+// TestScenarioReservationH200 plays the H200 reservation scenario (docs/design.md#scenario-h200-reservation) with the real driver on an
 // hgx-h200 node published with consumable memory: the members of a
 // time-sliced GPUReservation share the one held H200, a DeploySchedule
 // swaps the day and the night member around the always-on one, a fourth

@@ -24,7 +24,7 @@ import (
 	"github.com/rota-dev/rota/test/integration/framework"
 )
 
-// nightOptions change the §8.1 night pool that nightWorkloads builds.
+// nightOptions change the week-swap scenario's night pool that nightWorkloads builds.
 type nightOptions struct {
 	// cp is the control plane to build on; nil starts a default one.
 	cp *framework.ControlPlane
@@ -32,7 +32,7 @@ type nightOptions struct {
 	llama, qwen func(*appsv1.Deployment)
 }
 
-// nightWorkloads is the §8.1 pool on Monday before 08:00, without a schedule:
+// nightWorkloads is the week-swap scenario's pool on Monday before 08:00, without a schedule:
 // qwen32b (6 GPUs) and md-bge-embed (2 GPUs) run and are ready, llama70b
 // (8 GPUs) is stopped.
 func nightWorkloads(t *testing.T, start time.Time, o nightOptions) (*env, *observer) {

@@ -17,7 +17,7 @@ import (
 
 const weekName = "gpu-pool-h100-shared"
 
-// nightPool is the §8.1 pool on Monday before 08:00: qwen32b (6 GPUs) and
+// nightPool is the week-swap scenario's pool on Monday before 08:00: qwen32b (6 GPUs) and
 // md-bge-embed (2 GPUs) run, llama70b (8 GPUs) is stopped.
 func nightPool(t *testing.T, start time.Time) (*env, *observer) {
 	e, obs := nightWorkloads(t, start, nightOptions{})

@@ -31,7 +31,8 @@ func (e *env) waitForecast(schedule string, status metav1.ConditionStatus) metav
 	return found
 }
 
-// TestForecastCondition is SPEC §8.1's week on a pool of 10 GPUs, with
+// TestForecastCondition is the week-swap scenario's week
+// (docs/design.md#scenario-week-swap) on a pool of 10 GPUs, with
 // md-bge-embed (2 GPUs) running beside it: the controller's forecast finds
 // no over-commit. Adding a third 4-GPU target to business hours, as a user
 // would apply it, turns the Forecast condition False with the first

@@ -71,7 +71,7 @@ func (e *env) lwsReplicas(name string) int64 {
 	return n
 }
 
-// scenario §8.1 (docs/scenarios.md) with the day model served by a
+// the week-swap scenario (docs/design.md#scenario-week-swap) with the day model served by a
 // LeaderWorkerSet, run by the real LeaderWorkerSet controller (sigs.k8s.io/lws
 // with its CRD and webhooks, and the StatefulSet controller and garbage
 // collector it relies on): one group of a leader and a worker with 4 GPUs

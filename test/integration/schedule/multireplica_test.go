@@ -9,7 +9,7 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// scenario §8.2 (docs/scenarios.md): 2 nodes × 8 GPUs; llama70b (8 GPUs per replica) runs 2 replicas in
+// the multi-replica scenario (docs/design.md#scenario-multi-replica): 2 nodes × 8 GPUs; llama70b (8 GPUs per replica) runs 2 replicas in
 // business hours and 1 outside; md-qwen-8gpu takes the node llama70b's second
 // replica frees. llama70b never goes to zero.
 func TestMultiReplicaSwap(t *testing.T) {

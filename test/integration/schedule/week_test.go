@@ -35,7 +35,7 @@ func (e *env) waitReady(name string, replicas int32) {
 	})
 }
 
-// scenario §8.1 (docs/scenarios.md): the week of Mon 2026-10-19 on a pool of 10 GPUs.
+// the week-swap scenario (docs/design.md#scenario-week-swap): the week of Mon 2026-10-19 on a pool of 10 GPUs.
 func TestWeekSwap(t *testing.T) {
 	e := newEnv(t, at(19, 0, 0), map[string]int{"gpu-node-0": 10})
 	obs := startObserver(t, e.cp.Client, ns)
