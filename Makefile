@@ -55,8 +55,14 @@ TEST_TIMEOUT ?= 25m
 .PHONY: build
 build: $(addprefix bin/,$(BINARIES)) ## Build every binary under cmd/ into bin/.
 
+# PROGRESS=1 prints a line every few hundred packages compiled instead of
+# nothing (hack/build-progress.sh); make demo sets it.
+PROGRESS ?=
+progress = $(if $(PROGRESS),-v,)
+progress_pipe = $(if $(PROGRESS),2>&1 | hack/build-progress.sh $@,)
+
 $(addprefix bin/,$(BINARIES)): bin/%: FORCE
-	$(if $(filter $*,$(STATIC_BINARIES)),CGO_ENABLED=0 )$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $@ ./cmd/$*
+	$(if $(filter $*,$(STATIC_BINARIES)),CGO_ENABLED=0 )$(GO) build $(progress) -trimpath -ldflags '$(LDFLAGS)' -o $@ ./cmd/$* $(progress_pipe)
 
 .PHONY: FORCE
 FORCE:
@@ -112,20 +118,17 @@ release-manifests: ## Render bin/release/rota.yaml: make release-manifests VERSI
 # kubectl for the sandbox, built from the Kubernetes module Rota already
 # depends on (a tool of go.mod).
 bin/kubectl: go.mod go.sum
-	$(GO) build -o $@ k8s.io/kubernetes/cmd/kubectl
+	$(GO) build $(progress) -o $@ k8s.io/kubernetes/cmd/kubectl $(progress_pipe)
 
 # The local sandbox (cmd/rota-sandbox): the fallback and the week-swap
-# scenarios on a virtual clock, each with its report and HTML timeline.
+# scenarios on a virtual clock, each with its report and HTML timeline
+# (hack/demo.sh says what it does, shows progress and sums up). It builds
+# bin/rota-sandbox as `make build` does (-trimpath), the binary that
+# test/integration/sandbox runs as a process.
 DEMO_DIR ?= $(CURDIR)/bin/demo
 .PHONY: demo
-# bin/rota-sandbox is the `make build` binary (-trimpath), the one
-# test/integration/sandbox runs as a process.
-demo: bin/rota-sandbox bin/kubectl ## Play the fallback and week-swap scenarios in the local sandbox.
-	bin/rota-sandbox run --scenario examples/scenarios/fallback.yaml --dir $(DEMO_DIR)/fallback --timeline $(DEMO_DIR)/fallback.html
-	bin/rota-sandbox run --scenario examples/scenarios/week-swap.yaml --dir $(DEMO_DIR)/week-swap --timeline $(DEMO_DIR)/week-swap.html
-	@echo
-	@echo "Timelines: $(DEMO_DIR)/fallback.html $(DEMO_DIR)/week-swap.html"
-	@echo "Interactive: bin/rota-sandbox up --nodes dgx-h100:2,dgx-a100:1, then bin/kubectl with the printed KUBECONFIG."
+demo: ## Play the fallback and week-swap scenarios in the local sandbox.
+	MAKE="$(MAKE)" DEMO_DIR=$(DEMO_DIR) hack/demo.sh
 
 # The chaos run (docs/reliability.md, "Chaos"): the scheduler, the schedule
 # controller and one driver per node run as processes from bin/, a seeded
@@ -219,19 +222,20 @@ verify-generate: generate ## Fail when generated files differ from what is commi
 		echo "generated files are stale: run 'make generate' and commit the result" >&2; exit 1; fi
 
 # helm lint --strict on the chart with its defaults and with every value set
-# (charts/rota/ci/all-values.yaml). Not part of `make lint`: building the
-# helm CLI compiles its own Kubernetes modules (13 min on the loaded 2-core
-# VM), and CI already lints the chart through Helm's library in
-# test/integration/install (TestChartLint), with warnings as failures.
+# (charts/rota/ci/all-values.yaml). .ci/run runs it after make test, whose
+# build cache already holds most of the helm CLI's packages (go.mod's Helm
+# and Kubernetes modules); test/integration/install (TestChartLint) lints the
+# chart through Helm's library too, with warnings as failures.
 .PHONY: chart-lint
 chart-lint: $(TOOLS)/helm ## helm lint the chart (defaults and every value set).
 	helm lint --strict --kube-version $(patsubst v%,%,$(K8S_VERSION)) charts/rota
 	helm lint --strict --kube-version $(patsubst v%,%,$(K8S_VERSION)) -f charts/rota/ci/all-values.yaml charts/rota
 
 .PHONY: lint
-lint: $(TOOLS)/golangci-lint ## gofmt, the package map, go vet and golangci-lint.
+lint: $(TOOLS)/golangci-lint ## gofmt, the package map, README vs CI, go vet and golangci-lint.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) run ./hack/layering
+	$(GO) run ./hack/readmecheck
 	$(GO) vet ./...
 	golangci-lint run ./...
 

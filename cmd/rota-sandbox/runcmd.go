@@ -22,6 +22,7 @@ func runScenario(ctx context.Context, args []string, stdout, stderr io.Writer) (
 	dir := fs.String("dir", "", "Directory for the control plane's data, the kubeconfig and sandbox.log (default: a new temporary directory).")
 	repo := fs.String("repo", "", "Rota repository holding manifests/ (default: found from the working directory).")
 	verbosity := fs.Int("v", 1, "Log verbosity of sandbox.log.")
+	quiet := fs.Bool("quiet", false, "Print no progress lines on standard error (the report is printed either way).")
 	if err := fs.Parse(args); err != nil {
 		return 2, err
 	}
@@ -57,7 +58,11 @@ func runScenario(ctx context.Context, args []string, stdout, stderr io.Writer) (
 	if err := os.RemoveAll(clusterDir); err != nil {
 		return 1, err
 	}
-	rep, err := run.Run(ctx, run.Options{RepoRoot: root, Dir: clusterDir, Scenario: sc, Timeline: *timelinePath})
+	opts := run.Options{RepoRoot: root, Dir: clusterDir, Scenario: sc, Timeline: *timelinePath}
+	if !*quiet {
+		opts.Progress = stderr
+	}
+	rep, err := run.Run(ctx, opts)
 	if err != nil {
 		return 1, err
 	}

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"path/filepath"
@@ -44,6 +45,9 @@ type Options struct {
 	// time (test/integration/monitoring scrapes the components' metrics
 	// there). An error fails the run.
 	Observe func(ctx context.Context, c *cluster.Cluster, at time.Time) error
+	// Progress, when set, receives a line when the sandbox starts, when it
+	// is up and at every checkpoint, for a person watching the run.
+	Progress io.Writer
 }
 
 // Run plays the scenario and returns its report. An error means the run
@@ -68,14 +72,19 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 		opts.PassPeriod = sc.PassPeriod.Duration()
 	}
 	opts.SchedulerPluginArgs = sc.SchedulerPluginArgs
+	p := progress{w: o.Progress, start: wallStart}
+	p.printf("%s: starting a control plane (kube-apiserver, etcd), Rota's scheduler and controllers, and %d simulated GPU node(s)", sc.Name, len(nodes))
 	c, err := cluster.Start(ctx, opts)
 	if err != nil {
 		return nil, fmt.Errorf("starting the sandbox: %w", err)
 	}
 	defer c.Stop()
 	logger.V(1).Info("Sandbox up", "kubeconfig", c.Kubeconfig)
+	end := sc.Start.Add(sc.EndOffset().Duration())
+	p.printf("%s: up; playing %d event(s) from %s to %s on a virtual clock", sc.Name, len(sc.Events),
+		sc.Start.Format(progressTime), end.Format(progressTime))
 
-	r := &runner{o: o, c: c, clk: clk, log: report.NewTransitionLog(), rec: timeline.NewRecorder()}
+	r := &runner{o: o, c: c, clk: clk, log: report.NewTransitionLog(), rec: timeline.NewRecorder(), progress: p}
 	c.Watch.OnChange(r.log.Observe)
 	rep, err := r.play(ctx)
 	if err != nil {
@@ -103,6 +112,8 @@ type runner struct {
 	clk *vclock.Clock
 	log *report.TransitionLog
 	rec *timeline.Recorder
+
+	progress progress
 
 	maxInUse    int
 	checkpoints []report.Checkpoint
@@ -284,6 +295,11 @@ func (r *runner) checkpoint(cp *scenario.Checkpoint) error {
 		Pods: nonNil(st.Pods), Targets: nonNil(st.Targets), Reservations: nonNil(st.Reservations),
 		Transitions: nonNil(since), GPUsInUse: st.GPUsInUse(), Failures: nonNil(failures), Passed: len(failures) == 0,
 	})
+	verdict := "as expected"
+	if len(failures) > 0 {
+		verdict = fmt.Sprintf("%d expectation(s) not met", len(failures))
+	}
+	r.progress.printf("%s: %s checkpoint %q: %d GPU(s) in use, %s", sc.Name, now.Format(progressTime), cp.Name, st.GPUsInUse(), verdict)
 	return nil
 }
 
