@@ -39,8 +39,10 @@ for dir in $(grep -rl --include='*_test.go' '^func Fuzz' pkg cmd hack test 2>/de
       # Go 1.26's fuzz coordinator can report its own -fuzztime deadline as a
       # failure when a worker is mid-call as time runs out (go.dev/issue/75804,
       # fixed in Go 1.27): no input is written and nothing failed. Tell it
-      # apart from a finding by the missing input, and replay the corpus.
-      if [[ "$crashers_after" == "$crashers_before" ]] && tail -3 "$log" | grep -q 'context deadline exceeded' \
+      # apart from a finding by the missing input, and replay the corpus. The
+      # message sits above go test's closing lines (FAIL, exit status 1, the
+      # package's FAIL line), so look at the last few lines, not the last one.
+      if [[ "$crashers_after" == "$crashers_before" ]] && tail -8 "$log" | grep -q 'context deadline exceeded' \
           && go test "./$dir" -run "^${target}\$" >>"$log" 2>&1; then
         note=" (deadline race, go.dev/issue/75804)"
       else
