@@ -128,7 +128,7 @@ bin/kubectl: go.mod go.sum
 DEMO_DIR ?= $(CURDIR)/bin/demo
 .PHONY: demo
 demo: ## Play the fallback and week-swap scenarios in the local sandbox.
-	MAKE="$(MAKE)" DEMO_DIR=$(DEMO_DIR) hack/demo.sh
+	@MAKE="$(MAKE)" DEMO_DIR=$(DEMO_DIR) hack/demo.sh
 
 # The chaos run (docs/reliability.md, "Chaos"): the scheduler, the schedule
 # controller and one driver per node run as processes from bin/, a seeded

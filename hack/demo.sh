@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make demo: builds the sandbox and kubectl with progress, plays the fallback
+# make demo: builds the sandbox with progress, plays the fallback
 # and the week-swap scenarios (each prints its report and writes an HTML
 # timeline), then sums up what was shown and where the timelines are.
 # A scenario whose expectations fail makes the whole run fail, after both
@@ -14,10 +14,10 @@ step() { printf '\n== %s (%ds so far)\n' "$*" "$((SECONDS - start))"; }
 
 cat <<EOT
 == make demo: Rota end to end on this machine; no cluster and no GPU needed.
-   1. Build bin/rota-sandbox and bin/kubectl with Go. The first time, Go downloads
-      the modules and compiles Kubernetes: about 20 minutes on 2 cores, with a
-      progress line every 250 packages. After that it takes seconds.
-   2. Play two scenarios on a virtual clock (about 15 s and 30 s of real time).
+   1. Build bin/rota-sandbox with Go. The first time, Go downloads the modules
+      and compiles Kubernetes: about 13 minutes on 2 cores, with a progress
+      line every 250 packages. After that it takes seconds.
+   2. Play two scenarios on a virtual clock (about 15 s and 25 s of real time).
       Each runs on a fresh local control plane: kube-apiserver and etcd in
       process, Rota's scheduler and controllers, and simulated GPU nodes that
       run Rota's real DRA driver on mock NVML.
@@ -29,8 +29,8 @@ cat <<EOT
    $DEMO_DIR.
 EOT
 
-step "1/3 Building bin/rota-sandbox and bin/kubectl"
-"$MAKE" -s --no-print-directory PROGRESS=1 bin/rota-sandbox bin/kubectl
+step "1/3 Building bin/rota-sandbox"
+"$MAKE" -s --no-print-directory PROGRESS=1 bin/rota-sandbox
 
 failed=()
 play() {
@@ -57,9 +57,11 @@ Open the timelines in a browser (GPUs per node over time, the transitions,
 the waiting pods):
   file://$DEMO_DIR/fallback.html
   file://$DEMO_DIR/week-swap.html
-Logs of each run: $DEMO_DIR/<scenario>/sandbox.log. Next: an interactive sandbox with
+Logs of each run: $DEMO_DIR/<scenario>/sandbox.log. Next, a sandbox that keeps
+running for you to explore with kubectl (make bin/kubectl builds it from go.mod's
+Kubernetes, about 4 minutes the first time):
   bin/rota-sandbox up --nodes dgx-h100:2,dgx-a100:1
-and bin/kubectl with the KUBECONFIG it prints.
+then bin/kubectl with the KUBECONFIG it prints.
 EOT
 if ((${#failed[@]} > 0)); then
   echo "FAILED: ${failed[*]} (the report above says which expectation)" >&2

@@ -14,8 +14,8 @@ var notInCI = map[string]string{
 }
 
 // readmeMake matches a make command in prose or a code block: `make demo`,
-// `make release-manifests VERSION=...`.
-var readmeMake = regexp.MustCompile(`\bmake ([a-z][a-z0-9-]*)`)
+// `make release-manifests VERSION=...`, `make bin/kubectl`.
+var readmeMake = regexp.MustCompile(`\bmake ([a-z][a-z0-9./-]*[a-z0-9])`)
 
 // readmeTargets are the targets the README tells a person to run, in
 // order of first mention.

@@ -44,6 +44,8 @@ func TestCheck(t *testing.T) {
 		{readme: "Run `make demo`, then `make test`.", want: nil},
 		{readme: "`make build` and `make generate` come with make test.", want: nil},
 		{readme: "`make push REGISTRY=x` is exempt.", want: nil},
+		{readme: "`make bin/a` builds a.", want: nil},
+		{readme: "`make bin/zz` builds zz.", want: []string{"`make bin/zz`, which the Makefile does not define"}},
 		{readme: "Try `make frobnicate`.", want: []string{"`make frobnicate`, which the Makefile does not define"}},
 		{readme: "`make lint` checks style.", want: []string{"`make lint`, which the Makefile does not define"}},
 		{readme: "make demo; make test-race", want: []string{"`make test-race`, which the Makefile does not define"}},
