@@ -11,6 +11,11 @@ export PATH := $(TOOLS):$(PATH)
 # go-nvml needs cgo; its headers warn about deprecated declarations by the thousand.
 export CGO_ENABLED := 1
 export CGO_CFLAGS := -O2 -g -Wno-deprecated-declarations
+# Every go command of the build (binaries, tests, tools, kubectl, helm) runs
+# with -trimpath: the build cache keys packages by it, so one setting lets
+# make test reuse what make build compiled instead of compiling Kubernetes a
+# second time (and the binaries carry no path of the machine that built them).
+export GOFLAGS := -trimpath $(GOFLAGS)
 
 # Every Go program the build runs is pinned by a `tool` line, so that `go mod
 # tidy` keeps its sums and it builds from the checked-in go.sum alone:
@@ -164,6 +169,7 @@ BENCH_LABELS ?= performance
 # Narrow to some test cases, e.g. BENCH=BenchmarkPerfScheduling/MixedGPUs.
 BENCH ?= BenchmarkPerfScheduling
 BENCH_FLAGS ?=
+BENCH_CERTS := $(CURDIR)/bin/bench-scheduler/apiserver-certs
 .PHONY: bench-scheduler
 bench-scheduler: bin/etcd ## Scheduler throughput and CPU per pod: stock vs Rota profile (scheduler_perf).
 	mkdir -p bin/bench-scheduler
@@ -173,11 +179,16 @@ bench-scheduler: bin/etcd ## Scheduler throughput and CPU per pod: stock vs Rota
 	@# each profile in a process of its own (its test cases' label), first
 	@# stock, then Rota in odd repetitions, the other way round in even ones,
 	@# so neither always inherits the other's leftover heap and goroutines.
+	@# Built with -trimpath (GOFLAGS), kube-apiserver's test server finds no
+	@# absolute path to its own source, and looks for its certificate
+	@# fixtures under TEST_SRCDIR/TEST_WORKSPACE instead: give it a directory.
+	mkdir -p $(BENCH_CERTS)/ws/k8s.io/kubernetes@$(K8S_VERSION)/cmd/kube-apiserver/app/testing/testdata
 	: > bin/bench-scheduler.out
 	uptime | tee -a bin/bench-scheduler.out
 	cd test/bench/scheduler && for i in $$(seq $(BENCH_COUNT)); do \
 		order="stock rota"; [ $$((i % 2)) = 1 ] || order="rota stock"; \
 		for profile in $$order; do \
+		TEST_SRCDIR=$(BENCH_CERTS) TEST_WORKSPACE=ws \
 		PATH=$(CURDIR)/bin:$$PATH $(CURDIR)/bin/bench-scheduler/scheduler.test -test.run '^$$' \
 			-test.bench '$(BENCH)' -test.benchtime 1x -test.count 1 -test.timeout 120m \
 			-perf-scheduling-label-filter=$(BENCH_LABELS),$$profile -data-items-dir=$(CURDIR)/bin/bench-scheduler \
@@ -248,7 +259,8 @@ update-k8s: ## Move to another Kubernetes release: make update-k8s K8S=v1.37.3
 $(TOOLS)/controller-gen $(TOOLS)/golangci-lint $(TOOLS)/gotestsum: $(TOOLS)/%: hack/tools/%/go.mod hack/tools/%/go.sum
 	GOBIN=$(TOOLS) CGO_ENABLED=0 $(GO) -C hack/tools/$* install tool
 # The helm CLI is the release of the Helm library the chart tests render with
-# (a tool of go.mod), built with the test build's settings to share its cache.
+# (a tool of go.mod), built with the test build's settings (cgo on) to share
+# its cache.
 $(TOOLS)/helm: go.mod go.sum
 	$(GO) build -o $@ helm.sh/helm/v4/cmd/helm
 

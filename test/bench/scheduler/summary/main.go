@@ -66,6 +66,12 @@ func run(in io.Reader, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if len(samples) == 0 {
+		// scheduler_perf measures no throughput for a workload that
+		// schedules too fast ("Increase pods and/or nodes"): an empty table
+		// would say nothing, and must not pass for a result.
+		return fmt.Errorf("no workload reported %s: none ran, or each scheduled too few pods to measure", metric)
+	}
 	writeTable(out, samples)
 	writeRequests(out, samples)
 	return nil

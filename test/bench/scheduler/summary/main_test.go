@@ -84,6 +84,15 @@ BenchmarkPerfScheduling/BusyH100Stock/500nodes_1000pods-2   1   1 SchedulingDura
 	}
 }
 
+// TestRunNothingMeasured: output with no throughput line (workloads too
+// small to measure) is an error, not an empty table.
+func TestRunNothingMeasured(t *testing.T) {
+	in := "W1204 util.go:676] Failed to measure SchedulingThroughput for BenchmarkPerfScheduling/MixedGPUsStock/fast/test.\nPASS\n"
+	if err := run(strings.NewReader(in), &strings.Builder{}); err == nil || !strings.Contains(err.Error(), "no workload reported") {
+		t.Fatalf("err = %v, want one saying nothing was measured", err)
+	}
+}
+
 func TestRunBadUsage(t *testing.T) {
 	for _, line := range []string{"rota-bench-tier 1/2 x 1", "rota-bench-tier 1/2 1 y", "rota-bench-tier a/2 1 1"} {
 		if err := run(strings.NewReader(line+"\n"), &strings.Builder{}); err == nil {
