@@ -1,30 +1,23 @@
 package controlplane
 
 import (
-	"path"
-	"runtime/debug"
+	"reflect"
+	"runtime"
+
+	apiservertesting "k8s.io/kubernetes/cmd/kube-apiserver/app/testing"
 )
 
 // testServerSource is the path kube-apiserver's test server package reports
-// for its own source file: absolute normally, module-relative with -trimpath.
+// for its own source file: absolute normally, module-relative
+// ("k8s.io/kubernetes@v1.37.2/cmd/kube-apiserver/app/testing/testserver.go")
+// with -trimpath. It is read from the compiled function itself, so it holds
+// in a test binary as in a built one (a test binary's build info need not
+// list k8s.io/kubernetes among its dependencies).
 func testServerSource() (string, bool) {
-	info, ok := debug.ReadBuildInfo()
-	if !ok {
+	fn := runtime.FuncForPC(reflect.ValueOf(apiservertesting.StartTestServer).Pointer())
+	if fn == nil {
 		return "", false
 	}
-	trimmed := false
-	for _, s := range info.Settings {
-		if s.Key == "-trimpath" && s.Value == "true" {
-			trimmed = true
-		}
-	}
-	if !trimmed {
-		return "/", true
-	}
-	for _, dep := range info.Deps {
-		if dep.Path == "k8s.io/kubernetes" {
-			return path.Join(dep.Path+"@"+dep.Version, "cmd/kube-apiserver/app/testing/testserver.go"), true
-		}
-	}
-	return "", false
+	file, _ := fn.FileLine(fn.Entry())
+	return file, file != ""
 }
