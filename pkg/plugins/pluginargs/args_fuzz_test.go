@@ -1,4 +1,4 @@
-package scheduler
+package pluginargs_test
 
 import (
 	"testing"
@@ -21,7 +21,7 @@ import (
 // defaulted and valid, defaulting them again changes nothing, and written
 // out and read back they decode to the same args.
 //
-//	make fuzz FUZZTIME=30s (or: go test ./pkg/scheduler -run '^$' -fuzz FuzzPluginArgs)
+//	make fuzz FUZZTIME=30s (or: go test ./pkg/plugins/pluginargs -run '^$' -fuzz FuzzPluginArgs)
 func FuzzPluginArgs(f *testing.F) {
 	for _, seed := range []string{
 		`policyVersion: v1`,
