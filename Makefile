@@ -62,8 +62,14 @@ STATIC_BINARIES := scheduler kubectl-rota
 TEST_PARALLEL ?= 2
 TEST_TIMEOUT ?= 25m
 
+CGO_BINARIES := $(filter-out $(STATIC_BINARIES),$(BINARIES))
+
+# One go build per cgo setting rather than one per binary: the go command
+# then compiles and links the binaries side by side on every core.
 .PHONY: build
-build: $(addprefix bin/,$(BINARIES)) ## Build every binary under cmd/ into bin/.
+build: ## Build every binary under cmd/ into bin/.
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/ $(addprefix ./cmd/,$(CGO_BINARIES))
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/ $(addprefix ./cmd/,$(STATIC_BINARIES))
 
 # PROGRESS=1 prints a line every few hundred packages compiled instead of
 # nothing (hack/build-progress.sh); make demo sets it.
@@ -77,27 +83,33 @@ $(addprefix bin/,$(BINARIES)): bin/%: FORCE
 .PHONY: FORCE
 FORCE:
 
+# The packages that need no control plane run under the race detector (a
+# build of them without it would only be linked and run once more for
+# nothing); the integration packages, and hack/release's TestImages (which
+# gzips three images and has no concurrency of its own), run without it:
+# each of their tests starts a kube-apiserver, which the race detector slows
+# several times over. make test-race runs some of those under it too.
+INTEGRATION_PKGS = ./test/integration/... ./hack/release
+UNIT_PKGS = $$($(GO) list ./... | grep -v -e /test/integration -e '/hack/release$$')
+GOTESTSUM = ROTA_BIN_DIR=$(CURDIR)/bin gotestsum --format pkgname-and-test-fails --
 .PHONY: test
-test: build $(TOOLS)/gotestsum ## Unit and integration tests.
-	ROTA_BIN_DIR=$(CURDIR)/bin gotestsum --format pkgname-and-test-fails -- \
-		-p $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) ./...
+test: build $(TOOLS)/gotestsum ## Unit tests (under the race detector) and integration tests.
+	$(GOTESTSUM) -race -p $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) $(UNIT_PKGS)
+	$(GOTESTSUM) -p $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) $(INTEGRATION_PKGS)
 
-# The packages that need no control plane, under the race detector, then
-# the integration packages of RACE_INTEGRATION (docs/reliability.md, "Race
-# detector", says which and why). Those run one at a time: each test starts
-# a race-built kube-apiserver, and two starting at once on CI's 2 cores can
-# miss the test server's fixed one-minute wait for /healthz. hack/release's
-# TestImages (run by make test) gzips three images and has no concurrency of
-# its own.
+# The integration packages of RACE_INTEGRATION under the race detector
+# (docs/reliability.md, "Race detector", says which and why; make test runs
+# the unit packages under it). They run one at a time: each test starts a
+# race-built kube-apiserver, and two starting at once on CI's 2 cores can
+# miss the test server's fixed one-minute wait for /healthz.
 RACE_INTEGRATION ?= tiering install security monitoring
 .PHONY: test-race
-test-race: ## Unit tests and RACE_INTEGRATION's integration packages under the race detector (.ci/run runs it).
-	$(GO) test -race -p $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -v -e /test/integration -e '/hack/release$$')
-	$(if $(strip $(RACE_INTEGRATION)),$(GO) test -race -p 1 -timeout $(TEST_TIMEOUT) $(addprefix ./test/integration/,$(RACE_INTEGRATION)))
+test-race: build ## RACE_INTEGRATION's integration packages under the race detector (.ci/run runs it).
+	ROTA_BIN_DIR=$(CURDIR)/bin $(GO) test -race -p 1 -timeout $(TEST_TIMEOUT) $(addprefix ./test/integration/,$(RACE_INTEGRATION))
 
 .PHONY: test-unit
 test-unit: ## Tests that need no control plane.
-	$(GO) test $$($(GO) list ./... | grep -v /test/integration)
+	$(GO) test $(UNIT_PKGS)
 
 # Container images (hack/release, go-containerregistry; no Docker): one per
 # binary that runs in the cluster, tagged $(VERSION), written to
