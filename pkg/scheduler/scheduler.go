@@ -19,6 +19,7 @@ import (
 	"github.com/rota-dev/rota/pkg/plugins/reservation"
 	"github.com/rota-dev/rota/pkg/plugins/tiering"
 	"github.com/rota-dev/rota/pkg/plugins/waitreason"
+	"github.com/rota-dev/rota/pkg/waits"
 )
 
 // ProfileName is the schedulerName a pod sets to be placed by Rota.
@@ -27,7 +28,8 @@ const ProfileName = "rota-scheduler"
 // Plugins returns the factories of every Rota plugin, by name. The plugins
 // built from one call share one gpupool.Caches: the slice index, compiled
 // selectors and selector results are kept once per scheduler, whichever
-// plugin needs them first in a cycle. Compiled with the allocator's CEL
+// plugin needs them first in a cycle; and one waits.Causes, which
+// WaitReason keeps and Fairness reads. Compiled with the allocator's CEL
 // features, so Tiering's predictions and the other plugins' counts agree.
 func Plugins() frameworkruntime.Registry {
 	return PluginsWithAdviceClock(nil)
@@ -38,13 +40,14 @@ func Plugins() frameworkruntime.Registry {
 // from clk: the sandbox passes its virtual clock. nil is the real clock.
 func PluginsWithAdviceClock(clk clock.PassiveClock) frameworkruntime.Registry {
 	caches := gpupool.NewCaches(tiering.CELFeatures())
+	causes := waits.NewCauses()
 	return frameworkruntime.Registry{
 		tiering.Name:     tiering.Factory(caches),
 		reservation.Name: reservation.New,
 		quota.Name:       quota.Factory(caches),
-		fairness.Name:    fairness.Factory(caches),
+		fairness.Name:    fairness.Factory(caches, causes),
 		gang.Name:        gang.Factory(caches),
-		waitreason.Name:  waitreason.FactoryWithAdviceClock(caches, clk),
+		waitreason.Name:  waitreason.FactoryWithAdviceClock(caches, causes, clk),
 	}
 }
 

@@ -181,7 +181,9 @@ func Classify(a Attempt) Verdict {
 	case a.Reservation != "":
 		return admission(ReservationOvercommitted, a.Reservation)
 	case a.NotMember != "":
-		return admission(Reserved, RefusedByReservation+": "+a.NotMember)
+		v := admission(Reserved, RefusedByReservation+": "+a.NotMember)
+		v.Detail.Cause = CauseRefusedByReservation
+		return v
 	case a.Gang != "":
 		return admission(GangIncomplete, a.Gang)
 	case a.Turn != "":
@@ -229,6 +231,7 @@ func classifyPool(a Attempt) Verdict {
 	}
 	if v.Unresolvable {
 		v.Detail.Headline = ConstraintConflict + ": " + v.Detail.Headline
+		v.Detail.Cause = CauseConstraintConflict
 	}
 	return v
 }
@@ -302,7 +305,7 @@ func nodeVerdict(a Attempt, devices string) Verdict {
 		parts = append(parts, n+": "+a.Rejections[n])
 	}
 	msg := devices + " but " + NodesRejected + " (" + strings.Join(parts, "; ") + ")"
-	return Verdict{Reason: InsufficientCapacity, Message: msg, Detail: Detail{Headline: msg}}
+	return Verdict{Reason: InsufficientCapacity, Message: msg, Detail: Detail{Headline: msg, Cause: CauseNodesRejected}}
 }
 
 // withPreemption adds what evicting work could and could not achieve.

@@ -33,6 +33,10 @@ type Detail struct {
 	// Notes say what the numbers do not: what preemption could do, a
 	// constraint no node can meet, reservation membership.
 	Notes []string `json:"notes,omitempty"`
+	// Cause says what keeps the pod out when the reason alone does not
+	// (Cause); empty for a plain wait for capacity. For users and tools:
+	// the scheduler's plugins read it from Causes, not from the pod.
+	Cause Cause `json:"cause,omitempty"`
 }
 
 // TierStat is what the pool offers one tier of a request, summed over nodes.

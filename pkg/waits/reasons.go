@@ -59,19 +59,3 @@ func Current(pod *v1.Pod) *v1.PodCondition {
 	}
 	return nil
 }
-
-// Codes the Reservation plugin starts a refusal with when a pod reaches for
-// a reservation's GPUs it may not use: a claim tolerates a reservation the
-// pod is not a member of, or a member's claim does not tolerate its own.
-// The WaitReason plugin reads them from the plugin's status, which is why
-// they live here and not in the Reservation plugin's package.
-const (
-	RefusalNotMember    = "ReservationNotMember"
-	RefusalNotTolerated = "ReservationNotTolerated"
-)
-
-// RefusalArgsConflict starts the Reservation plugin's refusal of a member
-// whose container arguments ask for more GPU memory than its budget
-// (vLLM's --gpu-memory-utilization). The pod waits with
-// ReservationOvercommitted: that is what it would do to the reservation.
-const RefusalArgsConflict = "ReservationArgsConflict"

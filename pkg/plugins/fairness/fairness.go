@@ -18,6 +18,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/rota-dev/rota/pkg/gpupool"
+	"github.com/rota-dev/rota/pkg/waits"
 )
 
 // Name is the plugin's name in KubeSchedulerConfiguration.
@@ -40,21 +41,23 @@ type Fairness struct {
 
 // New builds the plugin from the profile's args, with caches of its own.
 func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-	return Factory(nil)(ctx, obj, h)
+	return Factory(nil, nil)(ctx, obj, h)
 }
 
 // Factory returns a constructor whose plugin keeps its slice index,
 // compiled selectors and match results in caches, shared with the other
-// Rota plugins of the scheduler; nil gives the plugin caches of its own.
-func Factory(caches *gpupool.Caches) func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) {
+// Rota plugins of the scheduler, and reads the causes of pods' waits from
+// causes, which the WaitReason plugin keeps; nil gives the plugin caches
+// (or a record) of its own.
+func Factory(caches *gpupool.Caches, causes *waits.Causes) func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) {
 	return func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-		return newFairness(ctx, obj, h, gpupool.CachesOrNew(caches))
+		return newFairness(ctx, obj, h, gpupool.CachesOrNew(caches), waits.CausesOrNew(causes))
 	}
 }
 
 // newFairness builds the plugin and starts counting devices per tenant
 // from the scheduler's ResourceClaim informer.
-func newFairness(_ context.Context, obj runtime.Object, h fwk.Handle, caches *gpupool.Caches) (fwk.Plugin, error) {
+func newFairness(_ context.Context, obj runtime.Object, h fwk.Handle, caches *gpupool.Caches, causes *waits.Causes) (fwk.Plugin, error) {
 	args, err := decodeArgs(obj)
 	if err != nil {
 		return nil, err
@@ -75,7 +78,7 @@ func newFairness(_ context.Context, obj runtime.Object, h fwk.Handle, caches *gp
 	if dra := h.SharedDRAManager(); dra != nil {
 		pl.turn = &turnChecker{
 			pods: h.SharedInformerFactory().Core().V1().Pods().Lister(), dra: dra,
-			caches: caches, pending: newPending(h.ProfileName()), activate: h,
+			caches: caches, causes: causes, pending: newPending(h.ProfileName()), activate: h,
 		}
 		_, err = h.SharedInformerFactory().Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    pl.turn.pending.update,

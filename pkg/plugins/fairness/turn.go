@@ -3,7 +3,6 @@ package fairness
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
@@ -14,6 +13,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/rota-dev/rota/pkg/gpupool"
+	"github.com/rota-dev/rota/pkg/plugins/cyclestate"
 	"github.com/rota-dev/rota/pkg/waits"
 )
 
@@ -110,7 +110,9 @@ type turnChecker struct {
 	dra  fwk.SharedDRAManager
 	// caches are the slice index, compiled selectors and match results,
 	// shared with the scheduler's other Rota plugins.
-	caches   *gpupool.Caches
+	caches *gpupool.Caches
+	// causes are the causes of pods' waits, kept by the WaitReason plugin.
+	causes   *waits.Causes
 	pending  *pending
 	activate fwk.PodActivator
 }
@@ -132,13 +134,13 @@ func (pl *Fairness) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Po
 			break
 		}
 		other, err := pl.turn.pods.Pods(c.Namespace).Get(c.Name)
-		if err != nil || !eligible(other) || !pl.turn.fitsNow(ctx, cs, other) {
+		if err != nil || !pl.turn.eligible(other) || !pl.turn.fitsNow(ctx, cs, other) {
 			continue
 		}
 		pl.turn.activate.Activate(klog.FromContext(ctx), map[string]*v1.Pod{c.Namespace + "/" + c.Name: other})
 		msg := fmt.Sprintf("queued behind %s/%s: its tenant holds %.1f weighted GPUs, %s holds %.1f", c.Namespace, c.Name, pl.share(c.Namespace), pod.Namespace, pl.share(pod.Namespace))
 		klog.FromContext(ctx).V(4).Info("Pod waits its turn", "pod", klog.KObj(pod), "behind", klog.KRef(c.Namespace, c.Name))
-		return nil, fwk.NewStatus(fwk.Unschedulable, msg)
+		return nil, cyclestate.Refuse(cs, Name, "", fwk.Unschedulable, "", waits.Refusal{Reason: waits.NotAttempted, Message: msg})
 	}
 	return nil, nil
 }
@@ -157,7 +159,7 @@ func sortEntries(es []Entry, o Order) {
 // eligible excludes pods whose last wait was an admission answer, a
 // constraint conflict or a rejection of every node with the devices:
 // letting them go first would only idle capacity.
-func eligible(pod *v1.Pod) bool {
+func (t *turnChecker) eligible(pod *v1.Pod) bool {
 	c := waits.Current(pod)
 	if c == nil || c.Status != v1.ConditionTrue {
 		return true
@@ -166,11 +168,16 @@ func eligible(pod *v1.Pod) bool {
 	case waits.QuotaExceeded, waits.ReservationOvercommitted, waits.GangIncomplete:
 		return false
 	}
-	// Nor pods that free devices would not help: other plugins rejected
-	// every node that has them, or the Reservation plugin refused the pod
-	// (it reaches for a reservation it is not a member of).
-	return !strings.Contains(c.Message, "constraint conflict") && !strings.Contains(c.Message, waits.NodesRejected) &&
-		!strings.HasPrefix(c.Message, waits.RefusedByReservation)
+	// Nor pods that free devices would not help (the cause the WaitReason
+	// plugin recorded, not the pod's annotation, which its tenant can
+	// rewrite): a constraint conflict, other plugins rejected every node
+	// that has them, or the Reservation plugin refused the pod (it reaches
+	// for a reservation it is not a member of).
+	switch t.causes.Of(pod.UID) {
+	case waits.CauseConstraintConflict, waits.CauseNodesRejected, waits.CauseRefusedByReservation:
+		return false
+	}
+	return true
 }
 
 // fitsNow reports whether every request of the pod's unallocated claims

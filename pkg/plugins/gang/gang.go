@@ -33,6 +33,7 @@ import (
 
 	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
 	"github.com/rota-dev/rota/pkg/gpupool"
+	"github.com/rota-dev/rota/pkg/plugins/cyclestate"
 	"github.com/rota-dev/rota/pkg/waits"
 )
 
@@ -139,10 +140,10 @@ func (pl *Gang) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, _
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	if err != nil {
-		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error())
+		return nil, pl.unschedulable(ctx, cs, pod, fwk.UnschedulableAndUnresolvable, err.Error())
 	}
 	if all, _ := pl.members(key); all < size {
-		return nil, pl.unschedulable(ctx, pod, fmt.Sprintf("gang %s has %d of %d members; waiting for the rest to be created", key.Name, all, size))
+		return nil, pl.unschedulable(ctx, cs, pod, fwk.Unschedulable, fmt.Sprintf("gang %s has %d of %d members; waiting for the rest to be created", key.Name, all, size))
 	}
 	pl.mu.Lock()
 	if pl.holds[key].Len() > 0 {
@@ -153,20 +154,20 @@ func (pl *Gang) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, _
 		if other != key && pl.holds[other].Len() > 0 {
 			n := pl.holds[other].Len()
 			pl.mu.Unlock()
-			return nil, pl.unschedulable(ctx, pod, fmt.Sprintf("gang %s waits: gang %s holds devices for %d members while incomplete and goes first (no two gangs hold partial placements at once)",
+			return nil, pl.unschedulable(ctx, cs, pod, fwk.Unschedulable, fmt.Sprintf("gang %s waits: gang %s holds devices for %d members while incomplete and goes first (no two gangs hold partial placements at once)",
 				key.Name, other, n))
 		}
 	}
 	pl.mu.Unlock()
 	if first, yield := pl.yieldTo(ctx, cs, key); yield {
-		return nil, pl.unschedulable(ctx, pod, fmt.Sprintf("gang %s waits: a gang of namespace %s gave back a partial placement without completing, so gang %s of another tenant goes first (tenants take turns at partial placements)",
+		return nil, pl.unschedulable(ctx, cs, pod, fwk.Unschedulable, fmt.Sprintf("gang %s waits: a gang of namespace %s gave back a partial placement without completing, so gang %s of another tenant goes first (tenants take turns at partial placements)",
 			key.Name, key.Namespace, first))
 	}
 	// The first member to be placed starts the gang's holds: only when the
 	// pool has the devices for every member, so a gang that cannot fit
 	// does not take and release devices over and over.
 	if need, free, ok := pl.poolFits(ctx, cs, key); !ok {
-		return nil, pl.unschedulable(ctx, pod, fmt.Sprintf("gang %s needs %d GPUs for its unplaced members, %d free matching GPUs in the pool", key.Name, need, free))
+		return nil, pl.unschedulable(ctx, cs, pod, fwk.Unschedulable, fmt.Sprintf("gang %s needs %d GPUs for its unplaced members, %d free matching GPUs in the pool", key.Name, need, free))
 	}
 	return nil, nil
 }
@@ -227,9 +228,11 @@ func sortedKeys(m map[types.NamespacedName]sets.Set[types.UID]) []types.Namespac
 	return keys
 }
 
-func (pl *Gang) unschedulable(ctx context.Context, pod *v1.Pod, msg string) *fwk.Status {
+// unschedulable keeps the pod out with msg, recorded for the WaitReason
+// plugin as a GangIncomplete refusal (cyclestate.Refuse).
+func (pl *Gang) unschedulable(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, code fwk.Code, msg string) *fwk.Status {
 	klog.FromContext(ctx).V(3).Info("Gang member waits", "pod", klog.KObj(pod), "reason", msg)
-	return fwk.NewStatus(fwk.Unschedulable, msg)
+	return cyclestate.Refuse(cs, Name, "", code, "", waits.Refusal{Reason: waits.GangIncomplete, Message: msg})
 }
 
 // PreFilterExtensions implements fwk.PreFilterPlugin.

@@ -152,7 +152,7 @@ func (pl *Quota) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, 
 		s.matchers = append(s.matchers, ms)
 	}
 	if msg := s.unreachable(ctx, pl.args.ModelAttribute); msg != "" {
-		return nil, pl.reject(ctx, pod, tenant, msg)
+		return nil, pl.reject(ctx, cs, "", pod, tenant, msg)
 	}
 	cs.Write(preFilterStateKey, s)
 	return nil, nil
@@ -161,14 +161,17 @@ func (pl *Quota) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, 
 // PreFilterExtensions implements fwk.PreFilterPlugin.
 func (pl *Quota) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
 
-func (pl *Quota) reject(ctx context.Context, pod *v1.Pod, tenant *TenantLimits, msg string) *fwk.Status {
+// reject refuses the pod on node ("" for every node) with msg, the numbers
+// of the limit it would pass; the status reads "QuotaExceeded: <msg>", and
+// the refusal is recorded for the WaitReason plugin (cyclestate.Refuse).
+func (pl *Quota) reject(ctx context.Context, cs fwk.CycleState, node string, pod *v1.Pod, tenant *TenantLimits, msg string) *fwk.Status {
 	code := fwk.Unschedulable
 	if tenant.OverLimit == OverLimitRefuse {
 		code = fwk.UnschedulableAndUnresolvable
 		msg += " (refused by policy)"
 	}
-	klog.FromContext(ctx).V(3).Info("Quota rejected the pod", "pod", klog.KObj(pod), "reason", msg)
-	return fwk.NewStatus(code, msg)
+	klog.FromContext(ctx).V(3).Info("Quota rejected the pod", "pod", klog.KObj(pod), "node", node, "reason", msg)
+	return cyclestate.Refuse(cs, Name, node, code, string(waits.QuotaExceeded)+": ", waits.Refusal{Reason: waits.QuotaExceeded, Message: msg})
 }
 
 // usageLocked counts the devices per model the namespace holds: allocated
@@ -276,7 +279,7 @@ func (s *preFilterState) unreachable(ctx context.Context, attr string) string {
 			blocked = append(blocked, s.overMessage(waits.TierLabel(r, ti), sortedModels(models), r.Tiers[ti].Count))
 		}
 		if !ok {
-			return fmt.Sprintf("%s: %s", waits.QuotaExceeded, strings.Join(blocked, "; "))
+			return strings.Join(blocked, "; ")
 		}
 	}
 	return ""
@@ -311,7 +314,7 @@ func (pl *Quota) Filter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, ni 
 	}
 	node := ni.Node().Name
 	if msg, ok := pl.refused.Get(pod.UID, node, s.fingerprint(node)); ok {
-		return pl.reject(ctx, pod, s.tenant, msg)
+		return pl.reject(ctx, cs, node, pod, s.tenant, msg)
 	}
 	grant, labels := s.wouldGrant(ctx, node, pl.args.ModelAttribute)
 	var over []string
@@ -323,7 +326,7 @@ func (pl *Quota) Filter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, ni 
 	if len(over) == 0 {
 		return nil
 	}
-	return pl.reject(ctx, pod, s.tenant, fmt.Sprintf("%s: on node %s the claim would be granted %s", waits.QuotaExceeded, node, strings.Join(over, "; ")))
+	return pl.reject(ctx, cs, node, pod, s.tenant, fmt.Sprintf("on node %s the claim would be granted %s", node, strings.Join(over, "; ")))
 }
 
 // wouldGrant mimics the allocator on one node for the common case of

@@ -10,8 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
-
-	"github.com/rota-dev/rota/pkg/waits"
 )
 
 // Reserve checks the devices DynamicResources actually allocated (its
@@ -49,9 +47,9 @@ func (pl *Quota) Reserve(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, no
 	defer pl.mu.Unlock()
 	use := pl.usageLocked(pod.Namespace, s.pool, skip)
 	if over := overLimits(s.tenant, use, granted); len(over) > 0 {
-		msg := fmt.Sprintf("%s: on node %s the allocator granted %s; %s", waits.QuotaExceeded, node, describeGrant(granted), strings.Join(over, ", "))
+		msg := fmt.Sprintf("on node %s the allocator granted %s; %s", node, describeGrant(granted), strings.Join(over, ", "))
 		pl.refused.Add(ctx, pod, node, s.fingerprint(node), msg)
-		return pl.reject(ctx, pod, s.tenant, msg)
+		return pl.reject(ctx, cs, node, pod, s.tenant, msg)
 	}
 	for uid, c := range mine {
 		pl.inFlight[uid] = c

@@ -17,7 +17,7 @@ import (
 // budget is the smallest memoryMiB any of the pod's devices gets, against
 // the smallest GPU the reservation holds; a pod that declares no memoryMiB
 // is not checked.
-func (pl *Reservation) checkArgs(ctx context.Context, pod *v1.Pod, res *rotav1.GPUReservation, member string, demand []requestDemand) *fwk.Status {
+func (pl *Reservation) checkArgs(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, res *rotav1.GPUReservation, member string, demand []requestDemand) *fwk.Status {
 	var budget, total int64 = -1, -1
 	for _, r := range demand {
 		for _, t := range r.tiers {
@@ -45,7 +45,7 @@ func (pl *Reservation) checkArgs(ctx context.Context, pod *v1.Pod, res *rotav1.G
 		}
 		fraction := gpuv1.MemoryFraction(budget, total)
 		pl.metrics.refusals.WithLabelValues(ReasonArgsConflict).Inc()
-		return unresolvable(ctx, pod, ReasonArgsConflict,
+		return unresolvable(ctx, cs, "", pod, ReasonArgsConflict,
 			"container %s runs vLLM with --gpu-memory-utilization %s%s, %d MiB of the %d MiB GPU, but member %s of GPUReservation %s/%s may use %d MiB of it (memoryMiB), %s of the GPU; "+
 				"give vLLM --gpu-memory-utilization %s or less (the driver sets $%s to it in the container) or raise memoryMiB",
 			u.Container, u.Value, given, u.TenThousandths*total/10000, total, member, res.Namespace, res.Name, budget, fraction, fraction, gpuv1.EnvMemoryFraction)

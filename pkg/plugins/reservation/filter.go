@@ -47,7 +47,7 @@ func (pl *Reservation) Filter(ctx context.Context, cs fwk.CycleState, pod *v1.Po
 	u := pl.usage(ctx, s.res, s.claimUIDs())
 	if msg, ok := pl.refused.Get(pod.UID, s.res.Namespace+"/"+s.res.Name, u.memoryMiB.String()); ok {
 		pl.metrics.refusals.WithLabelValues(ReasonOvercommitted).Inc()
-		return unresolvable(ctx, pod, ReasonOvercommitted, "%s", msg)
+		return unresolvable(ctx, cs, node.Name, pod, ReasonOvercommitted, "%s", msg)
 	}
 	budget := s.res.Status.BudgetMiBPerGPU
 	free := map[rsv.HeldGPU]int64{}
@@ -62,11 +62,11 @@ func (pl *Reservation) Filter(ctx context.Context, cs fwk.CycleState, pod *v1.Po
 	g := roomiest(free)
 	t := r.tiers[0]
 	if len(r.tiers) == 1 && t.count == 1 && !t.all {
-		return unresolvable(ctx, pod, ReasonOvercommitted,
+		return unresolvable(ctx, cs, node.Name, pod, ReasonOvercommitted,
 			"GPUReservation %s/%s budget is %d MiB per GPU (%d GPU(s) held); on %s, the held GPU with the most room, claims hold %d MiB in %d claim(s) and this pod (member %s) asks %d MiB: %d > %d",
 			s.res.Namespace, s.res.Name, budget, len(free), g, u.memoryMiB[g], u.claims[g], s.member, t.memoryMiB, u.memoryMiB[g]+t.memoryMiB, budget)
 	}
-	return unresolvable(ctx, pod, ReasonOvercommitted,
+	return unresolvable(ctx, cs, node.Name, pod, ReasonOvercommitted,
 		"GPUReservation %s/%s budget is %d MiB per GPU (%d GPU(s) held); claims hold %s, and this pod (member %s) asks %s for %s, which no choice of held GPUs fits",
 		s.res.Namespace, s.res.Name, budget, len(free), u.memoryMiB, s.member, r.describe(), r.label)
 }
@@ -135,7 +135,7 @@ func (pl *Reservation) usage(ctx context.Context, res *rotav1.GPUReservation, sk
 // actually chose for the member against each GPU's budget: Filter could
 // only know that some choice fits. A refusal is remembered, so that while
 // the GPUs' usage stays the same the next attempt is refused in Filter.
-func (pl *Reservation) Reserve(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, _ string) *fwk.Status {
+func (pl *Reservation) Reserve(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodeName string) *fwk.Status {
 	s, err := getPreFilterState(cs)
 	if err != nil {
 		return fwk.AsStatus(err)
@@ -165,7 +165,7 @@ func (pl *Reservation) Reserve(ctx context.Context, cs fwk.CycleState, pod *v1.P
 				s.res.Namespace, s.res.Name, budget, g, s.member, u.memoryMiB[g], u.claims[g], mine[g], total, budget)
 			pl.refused.Add(ctx, pod, s.res.Namespace+"/"+s.res.Name, u.memoryMiB.String(), msg)
 			pl.metrics.refusals.WithLabelValues(ReasonOvercommitted).Inc()
-			return unresolvable(ctx, pod, ReasonOvercommitted, "%s", msg)
+			return unresolvable(ctx, cs, nodeName, pod, ReasonOvercommitted, "%s", msg)
 		}
 	}
 	return nil

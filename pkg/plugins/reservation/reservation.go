@@ -35,6 +35,7 @@ import (
 
 	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
 	rotav1 "github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
+	"github.com/rota-dev/rota/pkg/plugins/cyclestate"
 	"github.com/rota-dev/rota/pkg/plugins/refusalmemo"
 	rsv "github.com/rota-dev/rota/pkg/reservation"
 	"github.com/rota-dev/rota/pkg/waits"
@@ -57,11 +58,11 @@ const preFilterStateKey fwk.StateKey = "PreFilter" + Name
 // Reasons a pod is refused, at the start of each message.
 const (
 	ReasonOvercommitted = "ReservationOvercommitted"
-	ReasonNotMember     = waits.RefusalNotMember
-	ReasonNotTolerated  = waits.RefusalNotTolerated
+	ReasonNotMember     = "ReservationNotMember"
+	ReasonNotTolerated  = "ReservationNotTolerated"
 	ReasonNoMemory      = "ReservationMemoryMissing"
 	ReasonNotHeld       = "ReservationNotHeld"
-	ReasonArgsConflict  = waits.RefusalArgsConflict
+	ReasonArgsConflict  = "ReservationArgsConflict"
 )
 
 // Reservation is the plugin.
@@ -188,11 +189,26 @@ func getPreFilterState(cs fwk.CycleState) (*preFilterState, error) {
 	return s, nil
 }
 
-// unresolvable refuses a pod for a reason no other node can fix.
-func unresolvable(ctx context.Context, pod *v1.Pod, reason, format string, args ...any) *fwk.Status {
-	msg := reason + ": " + fmt.Sprintf(format, args...)
-	klog.FromContext(ctx).V(3).Info("Refusing pod", "pod", klog.KObj(pod), "reason", reason, "message", msg)
-	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msg)
+// unresolvable refuses a pod on node ("" for every node: PreFilter) for a
+// reason no other node can fix; the status reads "<reason>: <details>".
+// The refusals that are admission answers are recorded for the WaitReason
+// plugin (cyclestate.Refuse) with the wait reason each makes: a budget the
+// pod would exceed, or vLLM arguments that would (ReservationOvercommitted),
+// and a reservation's GPUs the pod may not use (Reserved). The others
+// (ReservationMemoryMissing) are rejections WaitReason reports as such.
+func unresolvable(ctx context.Context, cs fwk.CycleState, node string, pod *v1.Pod, reason, format string, args ...any) *fwk.Status {
+	details := fmt.Sprintf(format, args...)
+	klog.FromContext(ctx).V(3).Info("Refusing pod", "pod", klog.KObj(pod), "node", node, "reason", reason, "message", details)
+	const code = fwk.UnschedulableAndUnresolvable
+	switch reason {
+	case ReasonOvercommitted:
+		return cyclestate.Refuse(cs, Name, node, code, reason+": ", waits.Refusal{Reason: waits.ReservationOvercommitted, Message: details})
+	case ReasonArgsConflict:
+		return cyclestate.Refuse(cs, Name, node, code, "", waits.Refusal{Reason: waits.ReservationOvercommitted, Message: reason + ": " + details})
+	case ReasonNotMember, ReasonNotTolerated:
+		return cyclestate.Refuse(cs, Name, node, code, "", waits.Refusal{Reason: waits.Reserved, Message: reason + ": " + details})
+	}
+	return fwk.NewStatus(code, reason+": "+details)
 }
 
 // podClaims returns the pod's claims that exist; missing ones are left to
@@ -229,7 +245,7 @@ func (pl *Reservation) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1
 		values, wildcard := rsv.ClaimTolerations(c)
 		if wildcard {
 			pl.metrics.refusals.WithLabelValues(ReasonNotMember).Inc()
-			return nil, unresolvable(ctx, pod, ReasonNotMember,
+			return nil, unresolvable(ctx, cs, "", pod, ReasonNotMember,
 				"claim %s tolerates every %s taint (operator Exists or an empty key); a claim may tolerate only its own reservation, %s=<namespace>.<name>",
 				c.Name, gpuv1.ReservedTaintKey, gpuv1.ReservedTaintKey)
 		}
@@ -253,7 +269,7 @@ func (pl *Reservation) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1
 	if err != nil {
 		return nil, fwk.AsStatus(err)
 	}
-	if st := pl.checkTolerated(ctx, pod, w, tolerated); st != nil {
+	if st := pl.checkTolerated(ctx, cs, pod, w, tolerated); st != nil {
 		return nil, st
 	}
 	res, member, err := pl.reservationOf(pod.Namespace, w, tolerated)
@@ -263,7 +279,7 @@ func (pl *Reservation) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1
 	if res == nil {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
-	s, st := pl.admitMember(ctx, pod, claims, res, member)
+	s, st := pl.admitMember(ctx, cs, pod, claims, res, member)
 	if st != nil {
 		return nil, st
 	}
@@ -273,12 +289,12 @@ func (pl *Reservation) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1
 
 // checkTolerated refuses a pod whose claims tolerate a reservation it is
 // not a member of, or that is not one of the pod's namespace.
-func (pl *Reservation) checkTolerated(ctx context.Context, pod *v1.Pod, w rsv.Workload, tolerated sets.Set[string]) *fwk.Status {
+func (pl *Reservation) checkTolerated(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, w rsv.Workload, tolerated sets.Set[string]) *fwk.Status {
 	for _, v := range sets.List(tolerated) {
 		ns, name, ok := gpuv1.ParseReservedTaintValue(v)
 		if !ok || ns != pod.Namespace {
 			pl.metrics.refusals.WithLabelValues(ReasonNotMember).Inc()
-			return unresolvable(ctx, pod, ReasonNotMember,
+			return unresolvable(ctx, cs, "", pod, ReasonNotMember,
 				"a claim tolerates %s=%s, which is not a reservation of namespace %s; only members of a reservation, in its namespace, may use its GPUs",
 				gpuv1.ReservedTaintKey, v, pod.Namespace)
 		}
@@ -288,7 +304,7 @@ func (pl *Reservation) checkTolerated(ctx context.Context, pod *v1.Pod, w rsv.Wo
 		}
 		if res != nil && rsv.MemberName(res, w) == "" {
 			pl.metrics.refusals.WithLabelValues(ReasonNotMember).Inc()
-			return unresolvable(ctx, pod, ReasonNotMember,
+			return unresolvable(ctx, cs, "", pod, ReasonNotMember,
 				"pod's workload (%s) is not a member of GPUReservation %s/%s (members: %s); membership follows the pod's controller, not its labels",
 				w, ns, name, memberList(res))
 		}
@@ -300,7 +316,7 @@ func (pl *Reservation) checkTolerated(ctx context.Context, pod *v1.Pod, w rsv.Wo
 // unallocated claims tolerate the reservation, every device they may get
 // has a memoryMiB for a time-sliced one, none above one GPU's budget, and
 // the reservation holds GPUs. It returns what Filter and Reserve need.
-func (pl *Reservation) admitMember(ctx context.Context, pod *v1.Pod, claims []*resourceapi.ResourceClaim, res *rotav1.GPUReservation, member string) (*preFilterState, *fwk.Status) {
+func (pl *Reservation) admitMember(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, claims []*resourceapi.ResourceClaim, res *rotav1.GPUReservation, member string) (*preFilterState, *fwk.Status) {
 	self := gpuv1.ReservedTaintValue(res.Namespace, res.Name)
 	s := &preFilterState{res: res, member: member, timeSliced: res.Spec.Mode == rotav1.ReservationTimeSliced}
 	for _, c := range claims {
@@ -309,7 +325,7 @@ func (pl *Reservation) admitMember(ctx context.Context, pod *v1.Pod, claims []*r
 		}
 		if values, _ := rsv.ClaimTolerations(c); !sets.New(values...).Has(self) {
 			pl.metrics.refusals.WithLabelValues(ReasonNotTolerated).Inc()
-			return nil, unresolvable(ctx, pod, ReasonNotTolerated,
+			return nil, unresolvable(ctx, cs, "", pod, ReasonNotTolerated,
 				"pod is member %s of GPUReservation %s/%s but its claim %s does not tolerate %s=%s (NoSchedule), so it cannot use the reserved GPUs; add the toleration to the claim template",
 				member, res.Namespace, res.Name, c.Name, gpuv1.ReservedTaintKey, self)
 		}
@@ -317,11 +333,11 @@ func (pl *Reservation) admitMember(ctx context.Context, pod *v1.Pod, claims []*r
 	}
 	demand, missing, err := demandOf(s.claims)
 	if err != nil {
-		return nil, unresolvable(ctx, pod, ReasonNoMemory, "%v", err)
+		return nil, unresolvable(ctx, cs, "", pod, ReasonNoMemory, "%v", err)
 	}
 	if s.timeSliced && missing != "" {
 		pl.metrics.refusals.WithLabelValues(ReasonNoMemory).Inc()
-		return nil, unresolvable(ctx, pod, ReasonNoMemory,
+		return nil, unresolvable(ctx, cs, "", pod, ReasonNoMemory,
 			"pod is member %s of time-sliced GPUReservation %s/%s but %s gets no memoryMiB from a GpuConfig (apiVersion %s); a time-sliced reservation admits members by the VRAM budget of every device they get",
 			member, res.Namespace, res.Name, missing, gpuv1.APIVersion)
 	}
@@ -330,10 +346,10 @@ func (pl *Reservation) admitMember(ctx context.Context, pod *v1.Pod, claims []*r
 	}
 	if t, ok := tooLarge(demand, res.Status.BudgetMiBPerGPU); ok {
 		pl.metrics.refusals.WithLabelValues(ReasonOvercommitted).Inc()
-		return nil, unresolvable(ctx, pod, ReasonOvercommitted,
+		return nil, unresolvable(ctx, cs, "", pod, ReasonOvercommitted,
 			"pod asks %d MiB but GPUReservation %s/%s allows %d MiB per GPU (%s)", t.memoryMiB, res.Namespace, res.Name, res.Status.BudgetMiBPerGPU, t.label)
 	}
-	if st := pl.checkArgs(ctx, pod, res, member, demand); st != nil {
+	if st := pl.checkArgs(ctx, cs, pod, res, member, demand); st != nil {
 		return nil, st
 	}
 	if s.timeSliced {

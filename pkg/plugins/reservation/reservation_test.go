@@ -16,6 +16,8 @@ import (
 
 	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
 	rotav1 "github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
+	"github.com/rota-dev/rota/pkg/plugins/cyclestate"
+	"github.com/rota-dev/rota/pkg/waits"
 )
 
 // TestPreFilterAndFilter runs a pod through PreFilter and, where it passes,
@@ -56,6 +58,9 @@ func TestPreFilterAndFilter(t *testing.T) {
 		wantNodes  []string
 		wantFilter fwk.Code
 		wantMsg    []string
+		// wantWait is the wait reason of the refusal recorded for the
+		// WaitReason plugin; "" when none is (not an admission answer).
+		wantWait waits.Reason
 	}{
 		"pod without claims is skipped": {
 			world: base(), pod: &v1.Pod{}, wantCode: fwk.Skip,
@@ -67,7 +72,8 @@ func TestPreFilterAndFilter(t *testing.T) {
 			world: base(), pod: pod("team-a", "a-1", "md-a", "a", ""), wantNodes: []string{"n1"},
 		},
 		"member over budget refused with numbers": {
-			world: onGPU0(base()), pod: pod("team-a", "d-0", "md-d", "d", ""), wantNodes: []string{"n1"},
+			wantWait: waits.ReservationOvercommitted,
+			world:    onGPU0(base()), pod: pod("team-a", "d-0", "md-d", "d", ""), wantNodes: []string{"n1"},
 			wantFilter: fwk.UnschedulableAndUnresolvable,
 			wantMsg:    []string{"ReservationOvercommitted", "on gpu-0, the held GPU with the most room, claims hold 133120 MiB in 2 claim(s)", "asks 8192 MiB: 141312 > 136582"},
 		},
@@ -76,7 +82,8 @@ func TestPreFilterAndFilter(t *testing.T) {
 			wantNodes: []string{"n1"},
 		},
 		"a claim asking 2 devices costs twice": {
-			world: with(base(), withCount(claim("team-a", "pair", "team-a.serving", 70000), 2)), pod: pod("team-a", "a-6", "md-a", "pair", ""),
+			wantWait: waits.ReservationOvercommitted,
+			world:    with(base(), withCount(claim("team-a", "pair", "team-a.serving", 70000), 2)), pod: pod("team-a", "a-6", "md-a", "pair", ""),
 			wantNodes: []string{"n1"}, wantFilter: fwk.UnschedulableAndUnresolvable,
 			wantMsg: []string{"ReservationOvercommitted", "asks 2 × 70000 MiB for request gpu of claim pair, which no choice of held GPUs fits"},
 		},
@@ -85,6 +92,7 @@ func TestPreFilterAndFilter(t *testing.T) {
 			wantNodes: []string{"n1"},
 		},
 		"the budget is per GPU, not pooled": {
+			wantWait: waits.ReservationOvercommitted,
 			// 100000 on each of 2 GPUs: the pool has 73164 MiB left, no GPU has 50000.
 			world: twoGPUs(with(base(), allocated(claim("team-a", "x0", "team-a.serving", 100000), "gpu-0"), allocated(claim("team-a", "x1", "team-a.serving", 100000), "gpu-1"),
 				claim("team-a", "half", "team-a.serving", 50000))),
@@ -96,17 +104,20 @@ func TestPreFilterAndFilter(t *testing.T) {
 			pod:   pod("team-a", "a-7", "md-a", "half", ""), wantNodes: []string{"n1"},
 		},
 		"a member asking more than one GPU's budget is refused at once": {
-			world: with(base(), claim("team-a", "huge", "team-a.serving", 140000)), pod: pod("team-a", "a-8", "md-a", "huge", ""),
+			wantWait: waits.ReservationOvercommitted,
+			world:    with(base(), claim("team-a", "huge", "team-a.serving", 140000)), pod: pod("team-a", "a-8", "md-a", "huge", ""),
 			wantCode: fwk.UnschedulableAndUnresolvable, wantMsg: []string{"ReservationOvercommitted", "pod asks 140000 MiB but GPUReservation team-a/serving allows 136582 MiB per GPU"},
 		},
 		"a member whose vLLM takes more than its budget is refused with both numbers": {
-			world: base(), pod: withContainer(pod("team-a", "a-9", "md-a", "a", ""), "vllm/vllm-openai", "--model", "m", "--gpu-memory-utilization", "0.9"),
+			wantWait: waits.ReservationOvercommitted,
+			world:    base(), pod: withContainer(pod("team-a", "a-9", "md-a", "a", ""), "vllm/vllm-openai", "--model", "m", "--gpu-memory-utilization", "0.9"),
 			wantCode: fwk.UnschedulableAndUnresolvable,
 			wantMsg: []string{"ReservationArgsConflict: container main runs vLLM with --gpu-memory-utilization 0.9, 129393 MiB of the 143771 MiB GPU",
 				"may use 40960 MiB of it (memoryMiB), 0.2848 of the GPU", "--gpu-memory-utilization 0.2848 or less"},
 		},
 		"vLLM's default counts when the flag is absent": {
-			world: base(), pod: withContainer(pod("team-a", "a-9", "md-a", "a", ""), "vllm/vllm-openai", "--model", "m"),
+			wantWait: waits.ReservationOvercommitted,
+			world:    base(), pod: withContainer(pod("team-a", "a-9", "md-a", "a", ""), "vllm/vllm-openai", "--model", "m"),
 			wantCode: fwk.UnschedulableAndUnresolvable, wantMsg: []string{"ReservationArgsConflict", "0.9 (vLLM's default: the flag is not given)"},
 		},
 		"a member whose vLLM keeps within its budget is admitted": {
@@ -114,7 +125,8 @@ func TestPreFilterAndFilter(t *testing.T) {
 			wantNodes: []string{"n1"},
 		},
 		"forged labels do not make a member": {
-			world: base(), pod: func() *v1.Pod {
+			wantWait: waits.Reserved,
+			world:    base(), pod: func() *v1.Pod {
 				p := pod("team-a", "f", "", "a", "")
 				p.Labels = map[string]string{"app": "md-a"}
 				return p
@@ -122,7 +134,8 @@ func TestPreFilterAndFilter(t *testing.T) {
 			wantCode: fwk.UnschedulableAndUnresolvable, wantMsg: []string{"ReservationNotMember", "(no controller)", "not a member of GPUReservation team-a/serving"},
 		},
 		"a forged ReplicaSet UID does not make a member": {
-			world: base(), pod: func() *v1.Pod {
+			wantWait: waits.Reserved,
+			world:    base(), pod: func() *v1.Pod {
 				p := pod("team-a", "f", "md-a", "a", "")
 				p.OwnerReferences[0].UID = "forged"
 				return p
@@ -130,15 +143,18 @@ func TestPreFilterAndFilter(t *testing.T) {
 			wantCode: fwk.UnschedulableAndUnresolvable, wantMsg: []string{"ReservationNotMember", "unverified: f names controller ReplicaSet md-a-rs (uid forged)", "another UID"},
 		},
 		"another workload of the namespace is not a member": {
-			world: base(), pod: pod("team-a", "x-0", "md-x", "a", ""),
+			wantWait: waits.Reserved,
+			world:    base(), pod: pod("team-a", "x-0", "md-x", "a", ""),
 			wantCode: fwk.UnschedulableAndUnresolvable, wantMsg: []string{"ReservationNotMember", "Deployment/md-x"},
 		},
 		"another namespace cannot tolerate the reservation": {
-			world: base(), pod: pod("team-b", "s", "md-a", "steal", ""),
+			wantWait: waits.Reserved,
+			world:    base(), pod: pod("team-b", "s", "md-a", "steal", ""),
 			wantCode: fwk.UnschedulableAndUnresolvable, wantMsg: []string{"ReservationNotMember", "not a reservation of namespace team-b"},
 		},
 		"member without toleration is told to add it": {
-			world: base(), pod: pod("team-a", "a-2", "md-a", "plain", ""),
+			wantWait: waits.Reserved,
+			world:    base(), pod: pod("team-a", "a-2", "md-a", "plain", ""),
 			wantCode: fwk.UnschedulableAndUnresolvable, wantMsg: []string{"ReservationNotTolerated", "rota.dev/reserved=team-a.serving"},
 		},
 		"time-sliced member without memoryMiB": {
@@ -154,6 +170,7 @@ func TestPreFilterAndFilter(t *testing.T) {
 			pod: pod("team-a", "a-3", "md-a", "no-mem", ""), wantNodes: []string{"n1"},
 		},
 		"a toleration of every reservation is refused": {
+			wantWait: waits.Reserved,
 			world: func() world {
 				w := base()
 				c := claim("team-a", "wild", "", 1024)
@@ -194,6 +211,7 @@ func TestPreFilterAndFilter(t *testing.T) {
 			}
 			if tc.wantCode != fwk.Success {
 				checkMessage(t, st, tc.wantMsg)
+				checkRefusal(t, cs, st, tc.wantWait)
 				return
 			}
 			var nodes []string
@@ -208,7 +226,27 @@ func TestPreFilterAndFilter(t *testing.T) {
 				t.Fatalf("Filter code (-want +got):\n%s\n%v", diff, fst)
 			}
 			checkMessage(t, fst, tc.wantMsg)
+			checkRefusal(t, cs, fst, tc.wantWait)
 		})
+	}
+}
+
+// checkRefusal checks the refusal recorded for node n1 (or every node)
+// against want, and that its message is what the status says.
+func checkRefusal(t *testing.T, cs fwk.CycleState, st *fwk.Status, want waits.Reason) {
+	t.Helper()
+	r, ok := cyclestate.RefusalOf(cs, Name, "n1")
+	if want == "" {
+		if ok {
+			t.Errorf("refusal recorded: %+v, want none", r)
+		}
+		return
+	}
+	if !ok || r.Reason != want {
+		t.Fatalf("refusal %+v (recorded %v), want reason %s", r, ok, want)
+	}
+	if !strings.HasSuffix(st.Message(), r.Message) {
+		t.Errorf("refusal message %q is not what the status says: %q", r.Message, st.Message())
 	}
 }
 

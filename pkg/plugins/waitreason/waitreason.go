@@ -32,27 +32,13 @@ import (
 
 	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
 	"github.com/rota-dev/rota/pkg/gpupool"
+	"github.com/rota-dev/rota/pkg/plugins/cyclestate"
 	"github.com/rota-dev/rota/pkg/reservation"
 	"github.com/rota-dev/rota/pkg/waits"
 )
 
 // Name is the plugin's name in KubeSchedulerConfiguration.
 const Name = "WaitReason"
-
-// Names of the plugins whose rejections are admission answers. They are
-// matched by name so that this package imports none of them.
-const (
-	quotaPlugin       = "Quota"
-	reservationPlugin = "Reservation"
-	gangPlugin        = "Gang"
-	fairnessPlugin    = "Fairness"
-)
-
-// reservationRefusal reports whether msg is the Reservation plugin's
-// refusal of a pod that reaches for a reservation's GPUs it may not use.
-func reservationRefusal(msg string) bool {
-	return strings.HasPrefix(msg, waits.RefusalNotMember+": ") || strings.HasPrefix(msg, waits.RefusalNotTolerated+": ")
-}
 
 var (
 	_ fwk.PostFilterPlugin = &WaitReason{}
@@ -69,7 +55,9 @@ type WaitReason struct {
 	clock  clock.PassiveClock
 	// caches are the slice index, compiled selectors and match results,
 	// shared with the scheduler's other Rota plugins.
-	caches  *gpupool.Caches
+	caches *gpupool.Caches
+	// causes records the cause of each pod's wait for the other plugins.
+	causes  *waits.Causes
 	metrics *pluginMetrics
 	// advice queues waiting pods for the unblock advice (advice.go);
 	// schedules and owners feed its DeploySchedule releases.
@@ -81,22 +69,24 @@ type WaitReason struct {
 
 // New builds the plugin, with caches of its own. It takes no args.
 func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-	return Factory(nil)(ctx, obj, h)
+	return Factory(nil, nil)(ctx, obj, h)
 }
 
 // Factory returns a constructor whose plugin keeps its slice index,
 // compiled selectors and match results in caches, shared with the other
-// Rota plugins of the scheduler; nil gives the plugin caches of its own.
-func Factory(caches *gpupool.Caches) func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) {
-	return FactoryWithAdviceClock(caches, nil)
+// Rota plugins of the scheduler, and records the cause of each pod's wait
+// in causes for them (Fairness); nil gives the plugin caches (or a record)
+// of its own.
+func Factory(caches *gpupool.Caches, causes *waits.Causes) func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) {
+	return FactoryWithAdviceClock(caches, causes, nil)
 }
 
 // FactoryWithAdviceClock is Factory whose unblock advice reads "now" (for
 // the DeploySchedule transitions to come) from adviceClock; nil is the
 // real clock. The sandbox passes its virtual clock.
-func FactoryWithAdviceClock(caches *gpupool.Caches, adviceClock clock.PassiveClock) func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) {
+func FactoryWithAdviceClock(caches *gpupool.Caches, causes *waits.Causes, adviceClock clock.PassiveClock) func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) {
 	return func(ctx context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-		pl, err := newWithClock(ctx, h, clock.RealClock{}, gpupool.CachesOrNew(caches))
+		pl, err := newWithClock(ctx, h, clock.RealClock{}, gpupool.CachesOrNew(caches), waits.CausesOrNew(causes))
 		if err != nil {
 			return nil, err
 		}
@@ -107,7 +97,7 @@ func FactoryWithAdviceClock(caches *gpupool.Caches, adviceClock clock.PassiveClo
 	}
 }
 
-func newWithClock(ctx context.Context, h fwk.Handle, clk clock.PassiveClock, caches *gpupool.Caches) (*WaitReason, error) {
+func newWithClock(ctx context.Context, h fwk.Handle, clk clock.PassiveClock, caches *gpupool.Caches, causes *waits.Causes) (*WaitReason, error) {
 	dra := h.SharedDRAManager()
 	if dra == nil {
 		return nil, fmt.Errorf("%s needs the scheduler's shared DRA manager (DynamicResourceAllocation disabled?)", Name)
@@ -121,6 +111,7 @@ func newWithClock(ctx context.Context, h fwk.Handle, clk clock.PassiveClock, cac
 		clock:       clk,
 		adviceClock: clk,
 		caches:      caches,
+		causes:      causes,
 		metrics:     registerMetrics(),
 		advice:      newAdviceQueue(),
 	}
@@ -131,6 +122,7 @@ func newWithClock(ctx context.Context, h fwk.Handle, clk clock.PassiveClock, cac
 			}
 			if p, ok := obj.(*v1.Pod); ok {
 				pl.writer.Forget(p.Namespace, p.Name)
+				pl.causes.Forget(p.UID)
 			}
 		},
 	})
@@ -161,6 +153,7 @@ func (pl *WaitReason) PostFilter(ctx context.Context, cs fwk.CycleState, pod *v1
 		logger.V(3).Info("Could not classify wait", "pod", klog.KObj(pod), "err", err)
 		return nil, fwk.NewStatus(fwk.Unschedulable)
 	}
+	pl.causes.Set(pod.UID, v.Detail.Cause)
 	pl.writer.Wait(pod, v)
 	pl.adviseLater(pod)
 	pl.metrics.waits.WithLabelValues(string(v.Reason), pod.Namespace).Inc()
@@ -186,25 +179,17 @@ func (pl *WaitReason) classify(ctx context.Context, cs fwk.CycleState, pod *v1.P
 		if st == nil || st.IsSuccess() {
 			continue
 		}
-		msg := strings.Join(st.Reasons(), "; ")
-		switch {
-		case st.Plugin() == quotaPlugin:
-			a.Quota = strings.TrimPrefix(msg, string(waits.QuotaExceeded)+": ")
-		case st.Plugin() == fairnessPlugin:
-			a.Turn = msg
-		case st.Plugin() == reservationPlugin && strings.HasPrefix(msg, waits.RefusalArgsConflict+": "):
-			a.Reservation = msg
-		case st.Plugin() == reservationPlugin && strings.Contains(msg, string(waits.ReservationOvercommitted)):
-			a.Reservation = strings.TrimPrefix(msg, string(waits.ReservationOvercommitted)+": ")
-		case st.Plugin() == reservationPlugin && reservationRefusal(msg):
-			a.NotMember = msg
-		case st.Plugin() == gangPlugin:
-			a.Gang = msg
-		case st.Plugin() == dynamicresources.Name:
-			dra[name] = true
-		default:
-			a.Rejections[name] = st.Plugin() + ": " + msg
+		// An admission answer is read from the refusal its plugin recorded,
+		// never from the status text; any other status is a rejection of
+		// the node, in the plugin's words.
+		if r, ok := cyclestate.RefusalOf(cs, st.Plugin(), name); ok && a.Admit(r) {
+			continue
 		}
+		if st.Plugin() == dynamicresources.Name {
+			dra[name] = true
+			continue
+		}
+		a.Rejections[name] = st.Plugin() + ": " + strings.Join(st.Reasons(), "; ")
 	}
 	requests, err := gpupool.PodRequests(pl.dra, pod)
 	if err != nil {
@@ -317,6 +302,7 @@ func pinnedBy(b *policyv1.PodDisruptionBudget, pod *v1.Pod, pods corelisters.Pod
 // PostBind clears the waiting condition and records admission metrics:
 // time from creation to binding, and whether a tiered claim fell back.
 func (pl *WaitReason) PostBind(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, nodeName string) {
+	pl.causes.Forget(pod.UID)
 	pl.writer.Placed(pod, nodeName)
 	pl.metrics.timeToAdmission.WithLabelValues(pod.Namespace).Observe(pl.clock.Since(pod.CreationTimestamp.Time).Seconds())
 	for _, fellBack := range pl.tierOutcomes(pod) {

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/rota-dev/rota/pkg/waits"
 	"github.com/rota-dev/rota/test/integration/framework"
 )
 
@@ -138,6 +139,16 @@ func TestFragmentationConstraintConflict(t *testing.T) {
 	t.Logf("  b-rank-0: %s", msg)
 	sched := cp.WaitForPodUnschedulable(t, "team-b", "b-rank-0", "constraint conflict", "largest block any node could offer is 1")
 	t.Logf("  PodScheduled: %s", sched)
+	// The wait detail carries the cause as data, for `kubectl rota why -o
+	// json` and other tools.
+	framework.WaitFor(t, "b-rank-0's wait detail to name the cause", func(ctx context.Context) (bool, string, error) {
+		pod, err := cp.Client.CoreV1().Pods("team-b").Get(ctx, "b-rank-0", metav1.GetOptions{})
+		if err != nil {
+			return false, "", err
+		}
+		d, _ := waits.CurrentDetail(pod)
+		return d.Cause == waits.CauseConstraintConflict, fmt.Sprintf("cause %q", d.Cause), nil
+	})
 	cp.AllocatedDevices(t)
 }
 

@@ -1,0 +1,45 @@
+package cyclestate
+
+import (
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/rota-dev/rota/pkg/waits"
+)
+
+// refusal is a waits.Refusal kept in a cycle's state. It is never changed
+// after it is written, so its clone is itself.
+type refusal struct{ waits.Refusal }
+
+func (r *refusal) Clone() fwk.StateData { return r }
+
+// refusalKey is where plugin's refusal of the pod on node is kept; node ""
+// holds a refusal for every node (PreFilter's). One key per plugin and
+// node, because Filter runs on many nodes at once and CycleState's writes
+// are safe only key by key.
+func refusalKey(plugin, node string) fwk.StateKey {
+	return fwk.StateKey("rota.dev/refusal/" + plugin + "/" + node)
+}
+
+// Refuse records plugin's refusal of the pod in the cycle's state and
+// returns the status the plugin returns: code, with message r.Message
+// prefixed by prefix (a code users see, such as "ReservationNotMember: ";
+// may be empty). node is the node Filter refused; "" for PreFilter, which
+// refuses every node.
+func Refuse(cs fwk.CycleState, plugin, node string, code fwk.Code, prefix string, r waits.Refusal) *fwk.Status {
+	cs.Write(refusalKey(plugin, node), &refusal{r})
+	return fwk.NewStatus(code, prefix+r.Message)
+}
+
+// RefusalOf returns the refusal plugin recorded this cycle for node, or for
+// every node, and whether there is one. A status without a record is not
+// an admission answer (a plugin's ordinary rejection of a node).
+func RefusalOf(cs fwk.CycleState, plugin, node string) (waits.Refusal, bool) {
+	for _, key := range []fwk.StateKey{refusalKey(plugin, node), refusalKey(plugin, "")} {
+		if data, err := cs.Read(key); err == nil {
+			if r, ok := data.(*refusal); ok {
+				return r.Refusal, true
+			}
+		}
+	}
+	return waits.Refusal{}, false
+}
