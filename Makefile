@@ -88,23 +88,25 @@ FORCE:
 # nothing); the integration packages, and hack/release's TestImages (which
 # gzips three images and has no concurrency of its own), run without it:
 # each of their tests starts a kube-apiserver, which the race detector slows
-# several times over. make test-race runs some of those under it too.
-INTEGRATION_PKGS = ./test/integration/... ./hack/release
+# several times over. The integration packages of RACE_INTEGRATION run under
+# it instead (make test-race, a prerequisite of make test), and only so:
+# each package runs once.
+RACE_INTEGRATION ?= tiering install security monitoring
+INTEGRATION_PKGS = $$($(GO) list ./test/integration/... | grep -v $(foreach p,$(RACE_INTEGRATION),-e '/test/integration/$(p)$$')) ./hack/release
 UNIT_PKGS = $$($(GO) list ./... | grep -v -e /test/integration -e '/hack/release$$')
 GOTESTSUM = ROTA_BIN_DIR=$(CURDIR)/bin gotestsum --format pkgname-and-test-fails --
 .PHONY: test
-test: build $(TOOLS)/gotestsum ## Unit tests (under the race detector) and integration tests.
+test: build $(TOOLS)/gotestsum test-race ## Unit tests and RACE_INTEGRATION under the race detector, the other integration tests without.
 	$(GOTESTSUM) -race -p $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) $(UNIT_PKGS)
 	$(GOTESTSUM) -p $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) $(INTEGRATION_PKGS)
 
-# The integration packages of RACE_INTEGRATION under the race detector
-# (docs/reliability.md, "Race detector", says which and why; make test runs
-# the unit packages under it). They run one at a time: each test starts a
-# race-built kube-apiserver, and two starting at once on CI's 2 cores can
-# miss the test server's fixed one-minute wait for /healthz.
-RACE_INTEGRATION ?= tiering install security monitoring
+# RACE_INTEGRATION's integration packages under the race detector
+# (docs/reliability.md, "Race detector", says which and why). They run one
+# at a time: each test starts a race-built kube-apiserver, and two starting
+# at once on CI's 2 cores can miss the test server's fixed one-minute wait
+# for /healthz.
 .PHONY: test-race
-test-race: build ## RACE_INTEGRATION's integration packages under the race detector (.ci/run runs it).
+test-race: build ## RACE_INTEGRATION's integration packages under the race detector (part of make test).
 	ROTA_BIN_DIR=$(CURDIR)/bin $(GO) test -race -p 1 -timeout $(TEST_TIMEOUT) $(addprefix ./test/integration/,$(RACE_INTEGRATION))
 
 .PHONY: test-unit
