@@ -15,9 +15,10 @@ func (r *refusal) Clone() fwk.StateData { return r }
 // refusalKey is where plugin's refusal of the pod on node is kept; node ""
 // holds a refusal for every node (PreFilter's). One key per plugin and
 // node, because Filter runs on many nodes at once and CycleState's writes
-// are safe only key by key.
+// are safe only key by key. Keys live only in the scheduler's memory, named
+// like the framework's own ("PreFilter" + plugin name), not in rota.dev/.
 func refusalKey(plugin, node string) fwk.StateKey {
-	return fwk.StateKey("rota.dev/refusal/" + plugin + "/" + node)
+	return fwk.StateKey("Refusal/" + plugin + "/" + node)
 }
 
 // Refuse records plugin's refusal of the pod in the cycle's state and
