@@ -34,13 +34,24 @@ func Refuse(cs fwk.CycleState, plugin, node string, code fwk.Code, prefix string
 // RefusalOf returns the refusal plugin recorded this cycle for node, or for
 // every node, and whether there is one. A status without a record is not
 // an admission answer (a plugin's ordinary rejection of a node).
+//
+// WaitReason asks once per node of a failed attempt, so it reads at most
+// two keys and allocates nothing else.
 func RefusalOf(cs fwk.CycleState, plugin, node string) (waits.Refusal, bool) {
-	for _, key := range []fwk.StateKey{refusalKey(plugin, node), refusalKey(plugin, "")} {
-		if data, err := cs.Read(key); err == nil {
-			if r, ok := data.(*refusal); ok {
-				return r.Refusal, true
-			}
-		}
+	if r, ok := readRefusal(cs, refusalKey(plugin, node)); ok {
+		return r, true
 	}
-	return waits.Refusal{}, false
+	return readRefusal(cs, refusalKey(plugin, ""))
+}
+
+func readRefusal(cs fwk.CycleState, key fwk.StateKey) (waits.Refusal, bool) {
+	data, err := cs.Read(key)
+	if err != nil {
+		return waits.Refusal{}, false
+	}
+	r, ok := data.(*refusal)
+	if !ok {
+		return waits.Refusal{}, false
+	}
+	return r.Refusal, true
 }
