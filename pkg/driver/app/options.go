@@ -21,6 +21,7 @@ type Options struct {
 	MockProfile   string
 	MockFaultFile string
 	CDIRoot       string
+	DriverRoot    string
 	PluginDataDir string
 	RegistrarDir  string
 	CheckpointDir string
@@ -54,6 +55,7 @@ func DefaultOptions() Options {
 		NodeName:      os.Getenv("NODE_NAME"),
 		PodUID:        os.Getenv("POD_UID"),
 		CDIRoot:       "/var/run/cdi",
+		DriverRoot:    "/",
 		PluginDataDir: filepath.Join("/var/lib/kubelet/plugins", gpuv1.DriverName),
 		RegistrarDir:  "/var/lib/kubelet/plugins_registry",
 		BootIDFile:    checkpoint.BootIDPath,
@@ -79,6 +81,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.MockProfile, "mock-profile", o.MockProfile, "Simulate GPUs instead of reading NVML: dgx-h100, dgx-a100, hgx-h200, dgx-b200, l4x2, or a list such as h100:4,a100:4.")
 	fs.StringVar(&o.MockFaultFile, "mock-fault-file", o.MockFaultFile, "With --mock-profile: file of active faults, one \"<gpu index> <xid>\" per line; removing a line recovers the GPU.")
 	fs.StringVar(&o.CDIRoot, "cdi-root", o.CDIRoot, "Directory for the per-claim CDI specs (the container runtime's CDI directory).")
+	fs.StringVar(&o.DriverRoot, "driver-root", o.DriverRoot, "Where the GPUs' device nodes (dev/nvidia*) are on the host, as the container runtime sees it: / (the host's /dev) or a driver container's root such as /run/nvidia/driver.")
 	fs.StringVar(&o.PluginDataDir, "plugin-data-dir", o.PluginDataDir, "Directory of the kubelet plugin's service socket.")
 	fs.StringVar(&o.RegistrarDir, "registrar-dir", o.RegistrarDir, "The kubelet's plugin registration directory.")
 	fs.StringVar(&o.CheckpointDir, "checkpoint-dir", o.CheckpointDir, "Directory of the checkpoint; defaults to --plugin-data-dir. Must survive plugin restarts.")

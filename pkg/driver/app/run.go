@@ -136,7 +136,7 @@ func newState(ctx context.Context, o *Options, extra Extra, inv *gpu.Inventory, 
 	if err != nil {
 		return nil, err
 	}
-	cdiWriter, err := cdi.NewWriter(o.CDIRoot)
+	cdiWriter, err := cdi.NewWriter(o.CDIRoot, cdi.WithDriverRoot(o.DriverRoot))
 	if err != nil {
 		return nil, err
 	}

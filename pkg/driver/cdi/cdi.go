@@ -41,12 +41,25 @@ type Device struct {
 // Writer writes and removes claim specs in one directory (the runtime's CDI
 // directory, usually /var/run/cdi).
 type Writer struct {
-	dir   string
-	cache *cdiapi.Cache
+	dir        string
+	driverRoot string
+	cache      *cdiapi.Cache
+}
+
+// Option configures a Writer.
+type Option func(*Writer)
+
+// WithDriverRoot says where the GPUs' device nodes are on the host: a spec
+// names /dev/nvidia<minor> inside the container and root/dev/nvidia<minor>
+// as its host path. Empty or "/" is the host's own /dev; a driver
+// container (the GPU operator's) installs them under its root, e.g.
+// /run/nvidia/driver.
+func WithDriverRoot(root string) Option {
+	return func(w *Writer) { w.driverRoot = root }
 }
 
 // NewWriter creates dir if needed.
-func NewWriter(dir string) (*Writer, error) {
+func NewWriter(dir string, opts ...Option) (*Writer, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating CDI directory: %w", err)
 	}
@@ -54,7 +67,11 @@ func NewWriter(dir string) (*Writer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening CDI directory %s: %w", dir, err)
 	}
-	return &Writer{dir: dir, cache: cache}, nil
+	w := &Writer{dir: dir, cache: cache}
+	for _, o := range opts {
+		o(w)
+	}
+	return w, nil
 }
 
 // SpecName is the file name (without extension) of a claim's spec.
@@ -80,6 +97,19 @@ func cdiDeviceName(claimUID, deviceName string) string { return claimUID + "-" +
 // ROTA_GPU_MEMORY_FRACTION (the tightest over its GPUs), so injecting
 // several of them into one container never yields conflicting values.
 func Spec(claimUID string, devices []Device) *cdispec.Spec {
+	return SpecUnder("", claimUID, devices)
+}
+
+// SpecUnder is Spec with the device nodes' host paths under driverRoot
+// (WithDriverRoot); "" or "/" is Spec.
+func SpecUnder(driverRoot, claimUID string, devices []Device) *cdispec.Spec {
+	node := func(path string) *cdispec.DeviceNode {
+		n := &cdispec.DeviceNode{Path: path}
+		if driverRoot != "" && driverRoot != "/" {
+			n.HostPath = filepath.Join(driverRoot, path)
+		}
+		return n
+	}
 	uuids := make([]string, 0, len(devices))
 	for _, d := range devices {
 		uuids = append(uuids, d.UUID)
@@ -91,9 +121,9 @@ func Spec(claimUID string, devices []Device) *cdispec.Spec {
 		Kind:    Kind,
 		ContainerEdits: cdispec.ContainerEdits{
 			DeviceNodes: []*cdispec.DeviceNode{
-				{Path: "/dev/nvidiactl"},
-				{Path: "/dev/nvidia-uvm"},
-				{Path: "/dev/nvidia-uvm-tools"},
+				node("/dev/nvidiactl"),
+				node("/dev/nvidia-uvm"),
+				node("/dev/nvidia-uvm-tools"),
 			},
 		},
 	}
@@ -102,7 +132,7 @@ func Spec(claimUID string, devices []Device) *cdispec.Spec {
 			Name: cdiDeviceName(claimUID, d.Name),
 			ContainerEdits: cdispec.ContainerEdits{
 				Env:         env,
-				DeviceNodes: []*cdispec.DeviceNode{{Path: fmt.Sprintf("/dev/nvidia%d", d.Minor)}},
+				DeviceNodes: []*cdispec.DeviceNode{node(fmt.Sprintf("/dev/nvidia%d", d.Minor))},
 			},
 		})
 	}
@@ -138,7 +168,7 @@ func budgetEnv(devices []Device) []string {
 
 // Write writes (or replaces) the claim's spec atomically.
 func (w *Writer) Write(claimUID string, devices []Device) error {
-	if err := w.cache.WriteSpec(Spec(claimUID, devices), SpecName(claimUID)+".json"); err != nil {
+	if err := w.cache.WriteSpec(SpecUnder(w.driverRoot, claimUID, devices), SpecName(claimUID)+".json"); err != nil {
 		return fmt.Errorf("writing CDI spec for claim %s: %w", claimUID, err)
 	}
 	return nil

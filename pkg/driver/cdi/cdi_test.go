@@ -98,3 +98,43 @@ func TestSpecBudgetEnv(t *testing.T) {
 		})
 	}
 }
+
+// Under a driver root the container still sees /dev/nvidia<minor>, and the
+// runtime takes the node from the driver root on the host.
+func TestSpecUnderDriverRoot(t *testing.T) {
+	w, err := NewWriter(t.TempDir(), WithDriverRoot("/run/nvidia/driver"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write("uid-1", []Device{{Name: "gpu-2", UUID: "GPU-ccc", Minor: 2}}); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(w.Path("uid-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got cdispec.Spec
+	if err := json.Unmarshal(data, &got); err != nil {
+		t.Fatal(err)
+	}
+	var nodes []cdispec.DeviceNode
+	for _, n := range got.ContainerEdits.DeviceNodes {
+		nodes = append(nodes, *n)
+	}
+	for _, n := range got.Devices[0].ContainerEdits.DeviceNodes {
+		nodes = append(nodes, *n)
+	}
+	want := []cdispec.DeviceNode{
+		{Path: "/dev/nvidiactl", HostPath: "/run/nvidia/driver/dev/nvidiactl"},
+		{Path: "/dev/nvidia-uvm", HostPath: "/run/nvidia/driver/dev/nvidia-uvm"},
+		{Path: "/dev/nvidia-uvm-tools", HostPath: "/run/nvidia/driver/dev/nvidia-uvm-tools"},
+		{Path: "/dev/nvidia2", HostPath: "/run/nvidia/driver/dev/nvidia2"},
+	}
+	if diff := cmp.Diff(want, nodes); diff != "" {
+		t.Errorf("device nodes (-want +got):\n%s", diff)
+	}
+	// "/" is the host's own /dev: no host path, as without the option.
+	if n := SpecUnder("/", "uid-2", []Device{{Name: "gpu-0", Minor: 0}}).Devices[0].ContainerEdits.DeviceNodes[0]; n.HostPath != "" {
+		t.Errorf("driver root /: host path %q, want none", n.HostPath)
+	}
+}
