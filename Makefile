@@ -113,6 +113,33 @@ test-race: build ## RACE_INTEGRATION's integration packages under the race detec
 test-unit: ## Tests that need no control plane.
 	$(GO) test $(UNIT_PKGS)
 
+# One real node on this machine (docs/e2e-node.md): containerd, runc, the
+# CNI bridge plugin and the kubelet, each built from its Go module at the
+# version its go.mod pins (hack/tools/runc, hack/tools/containerd,
+# hack/tools/cni; the kubelet is a tool of go.mod), Rota installed from its
+# Helm chart with make images' images, then test/e2enode's scenarios. As
+# root; it leaves nothing running or mounted.
+E2E_NODE_TOOLS := $(TOOLS)/runc $(TOOLS)/containerd $(TOOLS)/kubelet $(TOOLS)/cni/bridge $(TOOLS)/helm
+E2E_NODE_TIMEOUT ?= 20m
+E2E_NODE_FLAGS ?=
+.PHONY: e2e-node
+e2e-node: images $(E2E_NODE_TOOLS) bin/e2e-workload ## Rota from its Helm chart on a real kubelet, containerd and runc (root; docs/e2e-node.md).
+	ROTA_E2E_NODE=1 ROTA_BIN_DIR=$(CURDIR)/bin $(GO) test -ldflags '$(LDFLAGS)' -count=1 -v -timeout $(E2E_NODE_TIMEOUT) $(E2E_NODE_FLAGS) ./test/e2enode/
+
+# runc needs libseccomp (cgo, -tags seccomp): containerd gives every pod a
+# seccomp profile, which runc without it refuses.
+$(TOOLS)/runc: hack/tools/runc/go.mod hack/tools/runc/go.sum
+	GOBIN=$(TOOLS) CGO_ENABLED=1 $(GO) -C hack/tools/runc install -tags seccomp tool
+$(TOOLS)/containerd: hack/tools/containerd/go.mod hack/tools/containerd/go.sum
+	GOBIN=$(TOOLS) CGO_ENABLED=0 $(GO) -C hack/tools/containerd install tool
+$(TOOLS)/cni/bridge: hack/tools/cni/go.mod hack/tools/cni/go.sum
+	GOBIN=$(TOOLS)/cni CGO_ENABLED=0 $(GO) -C hack/tools/cni install tool
+$(TOOLS)/kubelet: go.mod go.sum
+	$(GO) build -o $@ k8s.io/kubernetes/cmd/kubelet
+# Static: it is also the pod sandbox ("pause") image's binary.
+bin/e2e-workload: FORCE
+	CGO_ENABLED=0 $(GO) build -o $@ ./test/e2enode/workload
+
 # Container images (hack/release, go-containerregistry; no Docker): one per
 # binary that runs in the cluster, tagged $(VERSION), written to
 # bin/images/<name>/ (OCI layout) and bin/images/<name>.tar (docker-archive).

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
@@ -35,7 +37,15 @@ type ControlPlane struct {
 // Start runs etcd and kube-apiserver with their data under dir and writes
 // dir/kubeconfig. Stop ends both; components started on top must be stopped
 // before.
-func Start(ctx context.Context, logger klog.Logger, dir string) (_ *ControlPlane, err error) {
+func Start(ctx context.Context, logger klog.Logger, dir string) (*ControlPlane, error) {
+	return StartWithAPIServerFlags(ctx, logger, dir)
+}
+
+// StartWithAPIServerFlags is Start with more kube-apiserver flags. A
+// --disable-admission-plugins among them replaces the default one (which
+// turns off ServiceAccount and TaintNodesByCondition: no controller-manager
+// runs here to serve them).
+func StartWithAPIServerFlags(ctx context.Context, logger klog.Logger, dir string, apiserverFlags ...string) (_ *ControlPlane, err error) {
 	r := newRunner(ctx, logger, dir)
 	defer func() {
 		if p := recover(); p != nil {
@@ -47,7 +57,7 @@ func Start(ctx context.Context, logger klog.Logger, dir string) (_ *ControlPlane
 			err = errors.New(f.msg)
 		}
 	}()
-	cp, err := startWith(r, dir, true)
+	cp, err := startWith(r, dir, true, apiserverFlags...)
 	if err != nil {
 		r.runCleanups()
 		return nil, err
@@ -76,13 +86,16 @@ func startWith(t ktesting.TB, dir string, quietEtcd bool, apiserverFlags ...stri
 
 	storage := storagebackend.NewDefaultConfig("/registry", nil)
 	storage.Transport.ServerList = []string{etcdURL}
-	flags := append([]string{
-		// No controller-manager runs here: nothing would create the default
-		// ServiceAccount or remove the not-ready taint from new nodes.
-		"--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
+	flags := []string{
 		// As on most clusters: the DRA driver's DaemonSet is privileged.
 		"--allow-privileged=true",
-	}, apiserverFlags...)
+	}
+	if !slices.ContainsFunc(apiserverFlags, func(f string) bool { return strings.HasPrefix(f, "--disable-admission-plugins=") }) {
+		// No controller-manager runs here: nothing would create the default
+		// ServiceAccount or remove the not-ready taint from new nodes.
+		flags = append(flags, "--disable-admission-plugins=ServiceAccount,TaintNodesByCondition")
+	}
+	flags = append(flags, apiserverFlags...)
 	opts := apiservertesting.NewDefaultTestServerOptions()
 	// checkInvariants makes the test server's own teardown check instead,
 	// retrying a scrape that timed out on a loaded machine.

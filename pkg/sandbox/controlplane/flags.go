@@ -8,7 +8,8 @@ import (
 // "--authorization-mode=RBAC". They come after the flags every control plane
 // sets, so a repeated flag overrides. The clients in the returned
 // ControlPlane stay the apiserver's loopback identity (group system:masters),
-// whatever the authorization mode.
+// whatever the authorization mode. A --disable-admission-plugins among them
+// replaces the default one.
 func StartWithFlags(t ktesting.TB, dir string, apiserverFlags ...string) (*ControlPlane, error) {
 	return startWith(t, dir, false, apiserverFlags...)
 }
