@@ -8,6 +8,7 @@ import (
 	"sort"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	"k8s.io/utils/clock"
@@ -39,11 +40,20 @@ func Plugins() frameworkruntime.Registry {
 // for the unblock advice (the DeploySchedule transitions still to come)
 // from clk: the sandbox passes its virtual clock. nil is the real clock.
 func PluginsWithAdviceClock(clk clock.PassiveClock) frameworkruntime.Registry {
+	return registry(clk, nil)
+}
+
+// registry is PluginsWithAdviceClock whose Reservation plugin reads Rota's
+// custom resources through dyn; nil makes it a client from the scheduler's
+// kubeconfig, as kube-scheduler runs it. The unit test that runs the real
+// scheduler against fake clientsets (no API server, no kubeconfig) passes
+// a fake dynamic client.
+func registry(clk clock.PassiveClock, dyn dynamic.Interface) frameworkruntime.Registry {
 	caches := gpupool.NewCaches(tiering.CELFeatures())
 	causes := waits.NewCauses()
 	return frameworkruntime.Registry{
 		tiering.Name:     tiering.Factory(caches),
-		reservation.Name: reservation.New,
+		reservation.Name: reservation.Factory(dyn),
 		quota.Name:       quota.Factory(caches),
 		fairness.Name:    fairness.Factory(caches, causes),
 		gang.Name:        gang.Factory(caches),

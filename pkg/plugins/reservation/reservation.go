@@ -83,17 +83,37 @@ type Reservation struct {
 
 // New builds the plugin. Reservations (and LeaderWorkerSets, where the
 // cluster serves them) are read through dynamic informers of the plugin's
-// own (Rota has no generated clientset); they start here and stop with the
-// scheduler. The workloads a pod's controller chain passes through are read
-// from the scheduler's shared informers.
-func New(ctx context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+// own (Rota has no generated clientset), with a client made from the
+// scheduler's kubeconfig; they start here and stop with the scheduler. The
+// workloads a pod's controller chain passes through are read from the
+// scheduler's shared informers.
+func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+	return Factory(nil)(ctx, obj, h)
+}
+
+// Factory returns a constructor whose plugin reads Reservations (and
+// LeaderWorkerSets) through dyn instead of a client made from the
+// scheduler's kubeconfig; nil is New. A scheduler run against fake
+// clientsets has no kubeconfig and passes a fake dynamic client.
+func Factory(dyn dynamic.Interface) func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) {
+	return func(ctx context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+		return newWithDynamic(ctx, h, dyn)
+	}
+}
+
+func newWithDynamic(ctx context.Context, h fwk.Handle, dyn dynamic.Interface) (fwk.Plugin, error) {
 	dra := h.SharedDRAManager()
 	if dra == nil {
 		return nil, fmt.Errorf("%s needs the scheduler's shared DRA manager (DynamicResourceAllocation disabled?)", Name)
 	}
-	dyn, err := dynamic.NewForConfig(h.KubeConfig())
-	if err != nil {
-		return nil, fmt.Errorf("%s: dynamic client: %w", Name, err)
+	if dyn == nil {
+		if h.KubeConfig() == nil {
+			return nil, fmt.Errorf("%s needs the scheduler's kubeconfig or a dynamic client (Factory)", Name)
+		}
+		var err error
+		if dyn, err = dynamic.NewForConfig(h.KubeConfig()); err != nil {
+			return nil, fmt.Errorf("%s: dynamic client: %w", Name, err)
+		}
 	}
 	factory := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
 	inf := factory.ForResource(rotav1.GPUReservationsResource)
