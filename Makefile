@@ -83,35 +83,23 @@ $(addprefix bin/,$(BINARIES)): bin/%: FORCE
 .PHONY: FORCE
 FORCE:
 
-# The packages that need no control plane run under the race detector (a
-# build of them without it would only be linked and run once more for
-# nothing); the integration packages, and hack/release's TestImages (which
-# gzips three images and has no concurrency of its own), run without it:
-# each of their tests starts a kube-apiserver, which the race detector slows
-# several times over. The integration packages of RACE_INTEGRATION run under
-# it instead (make test-race, a prerequisite of make test), and only so:
-# each package runs once.
-RACE_INTEGRATION ?= tiering install security monitoring
-INTEGRATION_PKGS = $$($(GO) list ./test/integration/... | grep -v $(foreach p,$(RACE_INTEGRATION),-e '/test/integration/$(p)$$')) ./hack/release
-UNIT_PKGS = $$($(GO) list ./... | grep -v -e /test/integration -e '/hack/release$$')
+# make test runs every package once: under the race detector unless its
+# tests start a kube-apiserver in-process (hack/test-packages.sh says which
+# and why). The race half is make test-race, a prerequisite of make test.
+RACE_PKGS = $$(hack/test-packages.sh race)
+PLAIN_PKGS = $$(hack/test-packages.sh plain)
 GOTESTSUM = ROTA_BIN_DIR=$(CURDIR)/bin gotestsum --format pkgname-and-test-fails --
 .PHONY: test
-test: build $(TOOLS)/gotestsum test-race ## Unit tests and RACE_INTEGRATION under the race detector, the other integration tests without.
-	$(GOTESTSUM) -race -p $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) $(UNIT_PKGS)
-	$(GOTESTSUM) -p $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) $(INTEGRATION_PKGS)
+test: build $(TOOLS)/gotestsum test-race ## Every package once: under the race detector unless it starts a kube-apiserver.
+	$(GOTESTSUM) -p $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) $(PLAIN_PKGS)
 
-# RACE_INTEGRATION's integration packages under the race detector
-# (docs/reliability.md, "Race detector", says which and why). They run one
-# at a time: each test starts a race-built kube-apiserver, and two starting
-# at once on CI's 2 cores can miss the test server's fixed one-minute wait
-# for /healthz.
 .PHONY: test-race
-test-race: build ## RACE_INTEGRATION's integration packages under the race detector (part of make test).
-	ROTA_BIN_DIR=$(CURDIR)/bin $(GO) test -race -p 1 -timeout $(TEST_TIMEOUT) $(addprefix ./test/integration/,$(RACE_INTEGRATION))
+test-race: build $(TOOLS)/gotestsum ## The packages that start no kube-apiserver, under the race detector (part of make test).
+	$(GOTESTSUM) -race -p $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) $(RACE_PKGS)
 
 .PHONY: test-unit
-test-unit: ## Tests that need no control plane.
-	$(GO) test $(UNIT_PKGS)
+test-unit: ## Tests that start no kube-apiserver, without the race detector.
+	$(GO) test $(RACE_PKGS)
 
 # One real node on this machine (docs/e2e-node.md): containerd, runc, the
 # CNI bridge plugin and the kubelet, each built from its Go module at the
