@@ -111,7 +111,7 @@ E2E_NODE_TOOLS := $(TOOLS)/runc $(TOOLS)/containerd $(TOOLS)/kubelet $(TOOLS)/cn
 E2E_NODE_TIMEOUT ?= 20m
 E2E_NODE_FLAGS ?=
 .PHONY: e2e-node
-e2e-node: images $(E2E_NODE_TOOLS) bin/e2e-workload ## Rota from its Helm chart on a real kubelet, containerd and runc (root; docs/e2e-node.md).
+e2e-node: images bin/kubectl-rota $(E2E_NODE_TOOLS) bin/e2e-workload ## Rota from its Helm chart on a real kubelet, containerd and runc (root; docs/e2e-node.md).
 	ROTA_E2E_NODE=1 ROTA_BIN_DIR=$(CURDIR)/bin $(GO) test -ldflags '$(LDFLAGS)' -count=1 -v -timeout $(E2E_NODE_TIMEOUT) $(E2E_NODE_FLAGS) ./test/e2enode/
 
 # runc needs libseccomp (cgo, -tags seccomp): containerd gives every pod a

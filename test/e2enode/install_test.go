@@ -36,7 +36,13 @@ func (c *e2eCluster) installValues() map[string]any {
 			"kubeletDir": c.node.KubeletDir(),
 			"cdiDir":     c.node.CDIDir(),
 			"driverRoot": c.node.DriverRoot(),
-			"extraArgs":  []string{"--mock-profile=dgx-h100"},
+			// Memory as consumable capacity, so time-sliced claims share a GPU.
+			"consumableMemory": map[string]any{"allNodes": true},
+			"extraArgs": []string{
+				"--mock-profile=dgx-h100",
+				// /metrics on the pod's address: the tests scrape it from the host.
+				fmt.Sprintf("--metrics-address=:%d", driverMetricsPort),
+			},
 		},
 		"scheduler":          map[string]any{"image": image("scheduler"), "replicas": 1},
 		"scheduleController": map[string]any{"image": image("scheduleController"), "replicas": 1},
