@@ -6,6 +6,7 @@ import (
 	"flag"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	resourceapi "k8s.io/api/resource/v1"
@@ -65,6 +66,8 @@ func TestValidate(t *testing.T) {
 		"ok":                 {mod: func(o *Options) { o.NodeName = "n" }},
 		"no node":            {mod: func(o *Options) { o.NodeName = "" }, wantErr: "--node-name"},
 		"fault without mock": {mod: func(o *Options) { o.NodeName, o.MockFaultFile = "n", "/f" }, wantErr: "--mock-fault-file needs --mock-profile"},
+		"delay without mock": {mod: func(o *Options) { o.NodeName, o.MockTimeSliceDelay = "n", time.Second }, wantErr: "--mock-time-slice-delay needs --mock-profile"},
+		"negative delay":     {mod: func(o *Options) { o.NodeName, o.MockProfile, o.MockTimeSliceDelay = "n", "dgx-h100", -time.Second }, wantErr: "must not be negative"},
 		"no API rate":        {mod: func(o *Options) { o.NodeName, o.KubeAPIQPS = "n", 0 }, wantErr: "--kube-api-qps (0) must be above 0"},
 		"no API burst":       {mod: func(o *Options) { o.NodeName, o.KubeAPIBurst = "n", 0 }, wantErr: "--kube-api-burst (0) at least 1"},
 	}

@@ -45,7 +45,7 @@ func openNVML(ctx context.Context, o *Options, clk clock.WithTicker) (nvml.Inter
 // timeSlicer is nvidia-smi on a real node and a recorder on a simulated one.
 func timeSlicer(o *Options) timeslice.Setter {
 	if o.MockProfile != "" {
-		return &timeslice.Recorder{}
+		return &timeslice.Recorder{Delay: o.MockTimeSliceDelay}
 	}
 	return timeslice.NvidiaSMI{Path: o.NvidiaSMI}
 }

@@ -20,13 +20,15 @@ type Options struct {
 	PodUID        string
 	MockProfile   string
 	MockFaultFile string
-	CDIRoot       string
-	DriverRoot    string
-	PluginDataDir string
-	RegistrarDir  string
-	CheckpointDir string
-	BootIDFile    string
-	Kubeconfig    string
+	// MockTimeSliceDelay is how long a simulated time-slice change takes.
+	MockTimeSliceDelay time.Duration
+	CDIRoot            string
+	DriverRoot         string
+	PluginDataDir      string
+	RegistrarDir       string
+	CheckpointDir      string
+	BootIDFile         string
+	Kubeconfig         string
 	// KubeAPIQPS and KubeAPIBurst limit the plugin's API client.
 	KubeAPIQPS     float64
 	KubeAPIBurst   int
@@ -80,6 +82,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.PodUID, "pod-uid", o.PodUID, "UID of this pod; enables rolling updates of the DaemonSet without a gap (env POD_UID).")
 	fs.StringVar(&o.MockProfile, "mock-profile", o.MockProfile, "Simulate GPUs instead of reading NVML: dgx-h100, dgx-a100, hgx-h200, dgx-b200, l4x2, or a list such as h100:4,a100:4.")
 	fs.StringVar(&o.MockFaultFile, "mock-fault-file", o.MockFaultFile, "With --mock-profile: file of active faults, one \"<gpu index> <xid>\" per line; removing a line recovers the GPU.")
+	fs.DurationVar(&o.MockTimeSliceDelay, "mock-time-slice-delay", o.MockTimeSliceDelay, "With --mock-profile: how long each time-slice change takes, as nvidia-smi compute-policy does on a real GPU (a slow prepare to test crashes in).")
 	fs.StringVar(&o.CDIRoot, "cdi-root", o.CDIRoot, "Directory for the per-claim CDI specs (the container runtime's CDI directory).")
 	fs.StringVar(&o.DriverRoot, "driver-root", o.DriverRoot, "Where the GPUs' device nodes (dev/nvidia*) are on the host, as the container runtime sees it: / (the host's /dev) or a driver container's root such as /run/nvidia/driver.")
 	fs.StringVar(&o.PluginDataDir, "plugin-data-dir", o.PluginDataDir, "Directory of the kubelet plugin's service socket.")
@@ -108,6 +111,12 @@ func (o *Options) Validate() error {
 	var errs []error
 	if o.NodeName == "" {
 		errs = append(errs, errors.New("--node-name (or NODE_NAME) is required"))
+	}
+	if o.MockTimeSliceDelay != 0 && o.MockProfile == "" {
+		errs = append(errs, errors.New("--mock-time-slice-delay needs --mock-profile"))
+	}
+	if o.MockTimeSliceDelay < 0 {
+		errs = append(errs, fmt.Errorf("--mock-time-slice-delay=%s: must not be negative", o.MockTimeSliceDelay))
 	}
 	if o.MockFaultFile != "" && o.MockProfile == "" {
 		errs = append(errs, errors.New("--mock-fault-file needs --mock-profile"))

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"strconv"
 	"sync"
+	"time"
 
 	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
 )
@@ -56,10 +57,19 @@ type Recorder struct {
 	calls []Call
 	// Err, when set, is returned by every Set (after recording).
 	Err error
+	// Delay is how long each Set takes (or until its context ends).
+	Delay time.Duration
 }
 
 // Set implements Setter.
-func (r *Recorder) Set(_ context.Context, uuid string, ts gpuv1.TimeSlice) error {
+func (r *Recorder) Set(ctx context.Context, uuid string, ts gpuv1.TimeSlice) error {
+	if r.Delay > 0 {
+		select {
+		case <-time.After(r.Delay):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.calls = append(r.calls, Call{UUID: uuid, TimeSlice: ts})

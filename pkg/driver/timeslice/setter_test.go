@@ -1,10 +1,13 @@
 package timeslice
 
 import (
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/klog/v2/ktesting"
@@ -55,5 +58,23 @@ func TestNvidiaSMIFailureSaysWhy(t *testing.T) {
 	err := (NvidiaSMI{Path: bin}).Set(ctx, "GPU-1", gpuv1.ShortTimeSlice)
 	if err == nil || !strings.Contains(err.Error(), "fake nvidia-smi output") || !strings.Contains(err.Error(), "exit status 3") {
 		t.Errorf("Set = %v, want the command's output and status", err)
+	}
+}
+
+// A Recorder with a Delay takes that long to set a slice, and gives up
+// when its context ends first, recording nothing.
+func TestRecorderDelay(t *testing.T) {
+	r := &Recorder{Delay: time.Hour}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := r.Set(ctx, "GPU-1", gpuv1.DefaultTimeSlice); !errors.Is(err, context.Canceled) {
+		t.Errorf("Set with a cancelled context = %v, want context.Canceled", err)
+	}
+	if len(r.Calls()) != 0 {
+		t.Errorf("calls %v recorded for a Set that gave up", r.Calls())
+	}
+	r.Delay = time.Millisecond
+	if err := r.Set(context.Background(), "GPU-1", gpuv1.DefaultTimeSlice); err != nil || len(r.Calls()) != 1 {
+		t.Errorf("Set = %v with calls %v, want one recorded call", err, r.Calls())
 	}
 }
