@@ -106,24 +106,33 @@ func gpuPod(ns, name, template string) *corev1.Pod {
 // printed its report, which it returns.
 func runningPod(ctx context.Context, t *testing.T, pod *corev1.Pod) (*corev1.Pod, string) {
 	t.Helper()
-	created, err := cluster.client.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{})
-	if err != nil {
+	if _, err := cluster.client.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	var report string
-	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
-		p, err := cluster.client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+	return waitForReport(ctx, t, pod.Namespace, pod.Name)
+}
+
+// waitForReport waits until the pod's container runs and has printed its
+// report, and returns the pod and the report.
+func waitForReport(ctx context.Context, t *testing.T, ns, name string) (*corev1.Pod, string) {
+	t.Helper()
+	var (
+		pod    *corev1.Pod
+		report string
+	)
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		p, err := cluster.client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil || p.Status.Phase != corev1.PodRunning {
 			return false, nil
 		}
-		created = p
+		pod = p
 		report, err = cluster.node.ContainerLog(p.Namespace, p.Name, string(p.UID), "main")
 		return err == nil && strings.Contains(report, "ready\n"), nil
 	})
 	if err != nil {
-		t.Fatalf("pod %s/%s did not run and report: %v\n%s", pod.Namespace, pod.Name, err, cluster.podSummary(ctx, pod.Namespace))
+		t.Fatalf("pod %s/%s did not run and report: %v\n%s", ns, name, err, cluster.podSummary(ctx, ns))
 	}
-	return created, report
+	return pod, report
 }
 
 // allocatedDevices returns the pool devices allocated to the pod's claim.

@@ -40,6 +40,9 @@ func (c *e2eCluster) installValues() map[string]any {
 			"consumableMemory": map[string]any{"allNodes": true},
 			"extraArgs": []string{
 				"--mock-profile=dgx-h100",
+				// A time-slice change takes as long as nvidia-smi's can: a
+				// prepare slow enough to kill the driver in (driverkill_test.go).
+				"--mock-time-slice-delay=" + mockTimeSliceDelay.String(),
 				// /metrics on the pod's address: the tests scrape it from the host.
 				fmt.Sprintf("--metrics-address=:%d", driverMetricsPort),
 			},

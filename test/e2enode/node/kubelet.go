@@ -131,10 +131,15 @@ func (n *Node) KubeletMetrics(ctx context.Context) (string, error) {
 	return string(data), nil
 }
 
+// PodLogDir is the kubelet's log directory of a pod: <container>/<run>.log.
+func (n *Node) PodLogDir(namespace, pod, uid string) string {
+	return filepath.Join(n.cfg.Dir, "pod-logs", namespace+"_"+pod+"_"+uid)
+}
+
 // ContainerLog returns what a pod's container printed (its first run), from
 // the kubelet's pod log directory.
 func (n *Node) ContainerLog(namespace, pod, uid, container string) (string, error) {
-	data, err := os.ReadFile(filepath.Join(n.cfg.Dir, "pod-logs", namespace+"_"+pod+"_"+uid, container, "0.log"))
+	data, err := os.ReadFile(filepath.Join(n.PodLogDir(namespace, pod, uid), container, "0.log"))
 	if err != nil {
 		return "", err
 	}
