@@ -209,7 +209,7 @@ func shippedConfig(t *testing.T) *schedconfig.KubeSchedulerConfiguration {
 	if !ok {
 		t.Fatalf("%s: got %s, want a KubeSchedulerConfiguration", path, gvk)
 	}
-	cfg.TypeMeta.APIVersion = gvk.GroupVersion().String()
+	cfg.APIVersion = gvk.GroupVersion().String()
 	if err := configvalidation.ValidateKubeSchedulerConfiguration(cfg); err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
@@ -238,7 +238,7 @@ func startScheduler(ctx context.Context, t *testing.T, c *fakeCluster, cfg *sche
 	dynInformers := dynamicinformer.NewFilteredDynamicSharedInformerFactory(c.dynamic, 0, v1.NamespaceAll, nil)
 	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: c.client.EventsV1()})
 	sched, err := kubescheduler.New(ctx, c.client, informers, dynInformers, profile.NewRecorderFactory(broadcaster),
-		kubescheduler.WithComponentConfigVersion(cfg.TypeMeta.APIVersion),
+		kubescheduler.WithComponentConfigVersion(cfg.APIVersion),
 		kubescheduler.WithProfiles(cfg.Profiles...),
 		kubescheduler.WithPercentageOfNodesToScore(cfg.PercentageOfNodesToScore),
 		kubescheduler.WithFrameworkOutOfTreeRegistry(registry(nil, c.dynamic)),

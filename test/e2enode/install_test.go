@@ -2,6 +2,7 @@ package e2enode
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -132,7 +133,7 @@ func ptrOr(p *int32, def int32) int32 {
 func (c *e2eCluster) uninstallRota(ctx context.Context) error {
 	err := c.helm(ctx, "uninstall", release)
 	if derr := c.deletePods(ctx, namespace, 2*time.Minute); derr != nil {
-		return fmt.Errorf("%v; %w", err, derr)
+		return errors.Join(err, derr)
 	}
 	return err
 }

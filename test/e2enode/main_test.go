@@ -187,7 +187,7 @@ func servingCA(hostPort string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading kube-apiserver's certificate: %w", err)
 	}
-	defer conn.Close()
+	defer func() { _ = conn.Close() }()
 	chain := conn.ConnectionState().PeerCertificates
 	if len(chain) == 0 {
 		return nil, fmt.Errorf("kube-apiserver at %s sent no certificate", hostPort)
@@ -200,6 +200,6 @@ func freePort() int {
 	if err != nil {
 		panic(err)
 	}
-	defer l.Close()
+	defer func() { _ = l.Close() }()
 	return l.Addr().(*net.TCPAddr).Port
 }

@@ -69,7 +69,7 @@ func mountsUnder(dir string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	var out []string
 	s := bufio.NewScanner(f)
 	for s.Scan() {

@@ -123,10 +123,13 @@ func (n *Node) KubeletMetrics(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("kubelet metrics: %w", err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	data, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("kubelet metrics: %s %v", resp.Status, err)
+	if err != nil {
+		return "", fmt.Errorf("kubelet metrics: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("kubelet metrics: %s", resp.Status)
 	}
 	return string(data), nil
 }

@@ -101,13 +101,13 @@ func startServiceProxy(ctx context.Context, serviceIP net.IP, port int, target s
 }
 
 func forward(logger klog.Logger, c net.Conn, target string) {
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	t, err := net.Dial("tcp", target)
 	if err != nil {
 		logger.Error(err, "Service proxy cannot reach kube-apiserver", "target", target)
 		return
 	}
-	defer t.Close()
+	defer func() { _ = t.Close() }()
 	done := make(chan struct{}, 2)
 	pipe := func(dst, src net.Conn) {
 		_, _ = io.Copy(dst, src)

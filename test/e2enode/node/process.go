@@ -91,7 +91,7 @@ func waitForSocket(ctx context.Context, p *process, path string, timeout time.Du
 		}
 		select {
 		case <-p.done:
-			return fmt.Errorf("%s exited before its socket %s appeared: %v (log: %s)", p.name, path, p.err, p.log.Name())
+			return fmt.Errorf("%s exited before its socket %s appeared (log: %s): %w", p.name, path, p.log.Name(), p.err)
 		case <-ctx.Done():
 			return errors.Join(fmt.Errorf("%s: no socket %s after %s (log: %s)", p.name, path, timeout, p.log.Name()), ctx.Err())
 		case <-time.After(100 * time.Millisecond):
