@@ -3,6 +3,7 @@ package e2enode
 import (
 	"context"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -114,7 +115,8 @@ func median(ds []time.Duration) time.Duration {
 func sampleValue(text, series string) float64 {
 	for _, line := range strings.Split(text, "\n") {
 		if v, ok := strings.CutPrefix(line, series+" "); ok {
-			return sumSamples(series+" "+v, series)
+			f, _ := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			return f
 		}
 	}
 	return 0

@@ -146,25 +146,13 @@ func removeNewNetns(before map[string]bool) error {
 // every hierarchy. Stop removes those that were not there before Start.
 func hostPaths() []string {
 	paths := []string{"/run/containerd", netnsDir}
-	cgroups, _ := filepath.Glob("/sys/fs/cgroup/*/k8s.io")
 	hierarchies, _ := filepath.Glob("/sys/fs/cgroup/*")
 	for _, h := range hierarchies {
 		if fi, err := os.Lstat(h); err == nil && fi.IsDir() {
-			cgroups = append(cgroups, filepath.Join(h, "k8s.io"))
+			paths = append(paths, filepath.Join(h, "k8s.io"))
 		}
 	}
-	sort.Strings(cgroups)
-	return append(paths, slicesCompact(cgroups)...)
-}
-
-func slicesCompact(s []string) []string {
-	var out []string
-	for i, v := range s {
-		if i == 0 || v != s[i-1] {
-			out = append(out, v)
-		}
-	}
-	return out
+	return paths
 }
 
 // existing returns which of paths exist.
