@@ -133,3 +133,15 @@ const (
 	GangLabel          = "rota.dev/gang"
 	GangSizeAnnotation = "rota.dev/gang-size"
 )
+
+// Admission marks (manifests/admission, docs/security.md).
+const (
+	// AdmissionLabel, with the value AdmissionChecked, is set by Rota's
+	// parameter-free mutating policies on every pod that may get devices or
+	// names rota-scheduler, and on every claim or claim template that
+	// tolerates a reservation's taint. The validating policies that read the
+	// cluster admin's parameter object bind only to objects with this mark,
+	// so that object's absence refuses them and nothing else.
+	AdmissionLabel   = "rota.dev/admission"
+	AdmissionChecked = "checked"
+)
