@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -64,8 +65,8 @@ func allowedFor(t *testing.T, cp *framework.ControlPlane, a access) bool {
 	return sar.Status.Allowed
 }
 
-// The apiserver authorizes with RBAC, the shipped role and bindings are
-// applied, and the controller runs as its ServiceAccount: the 08:00 and
+// The apiserver authorizes with RBAC, the shipped role and bindings and the
+// writes policy are applied, and the controller runs as its ServiceAccount: the 08:00 and
 // 18:00 release-first transitions complete, the Forecast condition is
 // computed (the gate read through its informer, which lists and watches the
 // one ConfigMap as the ServiceAccount), and what the role does not grant is
@@ -76,6 +77,7 @@ func TestLeastPrivilegeRBAC(t *testing.T) {
 	cp := framework.StartControlPlaneWith(t, framework.ControlPlaneOptions{APIServerFlags: []string{"--authorization-mode=RBAC"}})
 	e, obs := nightWorkloads(t, at(19, 7, 0), nightOptions{cp: cp})
 	applyManifestFile(t, cp, "manifests/schedule-controller/rbac.yaml")
+	applyManifestFile(t, cp, "manifests/schedule-controller/writes-policy.yaml")
 	// The authorizer learns of new roles and bindings through its informers.
 	framework.WaitFor(t, "the shipped RBAC to take effect", func(context.Context) (bool, string, error) {
 		return allowedFor(t, cp, access{"watch", "", "configmaps", gateNS, controller.DefaultGateName}), "not yet allowed", nil
@@ -158,6 +160,10 @@ func TestLeastPrivilegeRBAC(t *testing.T) {
 		t.Fatalf("renew the leader Lease as the controller: %v", err)
 	}
 
+	// The writes policy decides too (the transitions below then pass it
+	// with their real writes).
+	waitWritesPolicy(t, client, "md-qwen32b")
+
 	// Two full release-first transitions as the ServiceAccount. At 08:00
 	// qwen32b's stop has no consent, so the alias check lists Services.
 	e.createSchedule(readExample(t, "deployschedule-week.yaml"))
@@ -212,4 +218,36 @@ func TestLeastPrivilegeRBAC(t *testing.T) {
 	if nq, nl := obs.scaleChanges("md-qwen32b"), obs.scaleChanges("md-llama70b"); nq != 2 || nl != 2 {
 		t.Errorf("scale changes: qwen32b %d llama70b %d, want 2 each (Monday 08:00 and 18:00 only)", nq, nl)
 	}
+}
+
+// waitWritesPolicy waits until the shipped rota-schedule-controller-writes
+// policy refuses the controller's client a label on Deployment ns/name: from
+// then on, every write the controller makes passes through it.
+func waitWritesPolicy(t *testing.T, client kubernetes.Interface, name string) {
+	t.Helper()
+	framework.WaitFor(t, "the writes policy to refuse a label", func(ctx context.Context) (bool, string, error) {
+		d, err := client.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		metav1.SetMetaDataLabel(&d.ObjectMeta, "probe", "x")
+		_, err = client.AppsV1().Deployments(ns).Update(ctx, d, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err != nil && strings.Contains(err.Error(), "rota-schedule-controller-writes"), fmt.Sprint(err), nil
+	})
+}
+
+// asController is a client and a dynamic client that act as the
+// controller's ServiceAccount.
+func asController(t *testing.T, cp *framework.ControlPlane) (kubernetes.Interface, dynamic.Interface) {
+	t.Helper()
+	cfg := cp.ImpersonateServiceAccount(gateNS, controllerSA)
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return client, dyn
 }

@@ -67,7 +67,12 @@ spec:
     states:
     - {target: llama, desiredState: Running, replicas: 1}
 `)
-	e.startController(nil)
+	// The controller writes as its ServiceAccount under the shipped writes
+	// policy: the pinned copy and the pin itself are writes it allows.
+	applyManifestFile(t, e.cp, "manifests/schedule-controller/writes-policy.yaml")
+	client, dyn := asController(t, e.cp)
+	waitWritesPolicy(t, client, "md-batch")
+	e.startControllerAs(client, dyn, nil)
 	e.convergedSince("pinned", at(19, 7, 0), 50)
 
 	// 08:00: the acquire step scales md-llama to 1 and points it at the
