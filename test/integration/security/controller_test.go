@@ -8,6 +8,7 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
@@ -133,6 +134,64 @@ func TestReservationControllerLeastPrivilege(t *testing.T) {
 		}, dryRun)
 		return err
 	}, asController, "team-a.serving.reservation.rota.dev")
+	// A class under the reservation's own name, rendered almost as the
+	// controller renders it.
+	ownClass := func(expr string) *resourceapi.DeviceClass {
+		return &resourceapi.DeviceClass{
+			ObjectMeta: metav1.ObjectMeta{Name: reservationClass(teamA, "serving"), Labels: map[string]string{gpuv1.ReservationNamespaceLabel: teamA, gpuv1.ReservationNameLabel: "serving"}},
+			Spec:       resourceapi.DeviceClassSpec{Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: expr}}}},
+		}
+	}
+	rendered := fmt.Sprintf(`device.driver == %q && device.attributes[%q].uuid in ["GPU-0a1b2c3d-0000-0000-0000-000000000000"]`, gpuv1.DriverName, gpuv1.DriverName)
+	l.hostile(t, "controller token's class selects every device behind the driver's prefix", func(ctx context.Context) error {
+		_, err := sa.ResourceV1().DeviceClasses().Create(ctx, ownClass(`device.driver == "gpu.rota.dev" && true || true`), dryRun)
+		return err
+	}, asController, "as it renders it")
+	l.hostile(t, "controller token's class adds a second selector", func(ctx context.Context) error {
+		c := ownClass(rendered)
+		c.Spec.Selectors = append(c.Spec.Selectors, resourceapi.DeviceSelector{CEL: &resourceapi.CELDeviceSelector{Expression: "true"}})
+		_, err := sa.ResourceV1().DeviceClasses().Create(ctx, c, dryRun)
+		return err
+	}, asController, "as it renders it")
+	l.hostile(t, "controller token's class hands the GPUs out as an extended resource", func(ctx context.Context) error {
+		c := ownClass(rendered)
+		c.Spec.ExtendedResourceName = ptr.To("example.com/free-gpu")
+		_, err := sa.ResourceV1().DeviceClasses().Create(ctx, c, dryRun)
+		return err
+	}, asController, "no extendedResourceName")
+	l.hostile(t, "controller token's class gives another driver's config", func(ctx context.Context) error {
+		c := ownClass(rendered)
+		c.Spec.Config = []resourceapi.DeviceClassConfiguration{{DeviceConfiguration: resourceapi.DeviceConfiguration{
+			Opaque: &resourceapi.OpaqueDeviceConfiguration{Driver: "nic.example.com", Parameters: runtime.RawExtension{Raw: []byte(`{"mode":"promiscuous"}`)}},
+		}}}
+		_, err := sa.ResourceV1().DeviceClasses().Create(ctx, c, dryRun)
+		return err
+	}, asController, "no config but")
+	l.hostile(t, "controller token's class lifts the GPUs' memory budget", func(ctx context.Context) error {
+		c := ownClass(rendered)
+		c.Spec.Config = []resourceapi.DeviceClassConfiguration{{DeviceConfiguration: resourceapi.DeviceConfiguration{
+			Opaque: &resourceapi.OpaqueDeviceConfiguration{Driver: gpuv1.DriverName, Parameters: runtime.RawExtension{
+				Raw: []byte(fmt.Sprintf(`{"apiVersion":%q,"kind":%q,"sharing":{"strategy":%q},"memoryMiB":999999}`, gpuv1.APIVersion, gpuv1.Kind, gpuv1.TimeSlicing)),
+			}},
+		}}}
+		_, err := sa.ResourceV1().DeviceClasses().Create(ctx, c, dryRun)
+		return err
+	}, asController, "no config but")
+	t.Run("the class the controller renders is allowed", func(t *testing.T) {
+		for _, timeSliced := range []bool{false, true} {
+			c := ownClass(rendered)
+			if timeSliced {
+				c.Spec.Config = []resourceapi.DeviceClassConfiguration{{DeviceConfiguration: resourceapi.DeviceConfiguration{
+					Opaque: &resourceapi.OpaqueDeviceConfiguration{Driver: gpuv1.DriverName, Parameters: runtime.RawExtension{
+						Raw: []byte(fmt.Sprintf(`{"apiVersion":%q,"kind":%q,"sharing":{"strategy":%q}}`, gpuv1.APIVersion, gpuv1.Kind, gpuv1.TimeSlicing)),
+					}},
+				}}}
+			}
+			if _, err := sa.ResourceV1().DeviceClasses().Create(ctx, c, dryRun); err != nil {
+				t.Errorf("time sliced %v: %v", timeSliced, err)
+			}
+		}
+	})
 	l.hostile(t, "controller token deletes a tenant's claim", func(ctx context.Context) error {
 		return sa.ResourceV1().ResourceClaims(teamA).Delete(ctx, "training", metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
 	}, asController)
