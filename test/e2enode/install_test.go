@@ -11,6 +11,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
@@ -37,6 +38,10 @@ func (c *e2eCluster) installValues() map[string]any {
 			"kubeletDir": c.node.KubeletDir(),
 			"cdiDir":     c.node.CDIDir(),
 			"driverRoot": c.node.DriverRoot(),
+			// No privilege: the mock's time slices need none, and the
+			// hardened profile (no capabilities, RuntimeDefault seccomp,
+			// read-only root) runs on the real runc.
+			"privileged": false,
 			// Memory as consumable capacity, so time-sliced claims share a GPU.
 			"consumableMemory": map[string]any{"allNodes": true},
 			"extraArgs": []string{
@@ -76,7 +81,21 @@ func (c *e2eCluster) installRota(ctx context.Context) error {
 	if err := os.WriteFile(file, values, 0o600); err != nil {
 		return err
 	}
-	if err := c.helm(ctx, "install", release, filepath.Join("..", "..", "charts", "rota"), "--create-namespace", "--values", file); err != nil {
+	// The namespace first, as docs/install.md has an admin create it: with
+	// its Pod Security labels, so the PodSecurity admission plugin checks
+	// every pod of the release.
+	raw, err := os.ReadFile(filepath.Join("..", "..", "manifests", "driver", "namespace.yaml"))
+	if err != nil {
+		return err
+	}
+	var ns corev1.Namespace
+	if err := yaml.Unmarshal(raw, &ns); err != nil {
+		return fmt.Errorf("manifests/driver/namespace.yaml: %w", err)
+	}
+	if _, err := c.client.CoreV1().Namespaces().Create(ctx, &ns, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("create namespace %s: %w", ns.Name, err)
+	}
+	if err := c.helm(ctx, "install", release, filepath.Join("..", "..", "charts", "rota"), "--values", file); err != nil {
 		return err
 	}
 	return c.waitForRota(ctx, 4*time.Minute)
