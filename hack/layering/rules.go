@@ -27,8 +27,10 @@ type rule struct {
 var rules = []rule{
 	{From: "pkg/apis", Only: []string{"pkg/apis"},
 		Why: "the API types and the wire contract are the bottom layer: every binary imports them, they import nothing of Rota's"},
-	{From: "pkg/driver", Only: []string{"pkg/apis/gpu"},
-		Why: "the DRA driver shares only the wire contract with the rest of Rota"},
+	{From: "pkg/driver", Only: []string{"pkg/apis/gpu", "pkg/secureserving"},
+		Why: "the DRA driver shares only the wire contract (and the authenticated /metrics listener) with the rest of Rota"},
+	{From: "pkg/secureserving", Only: []string{"pkg/secureserving"},
+		Why: "the authenticated /metrics listener of the driver and the schedule controller knows nothing of Rota"},
 	{From: "pkg/plugins", Never: []string{"pkg/reservation/controller", "pkg/schedule/controller", "pkg/driver", "pkg/sandbox", "pkg/sim", "pkg/scheduler"},
 		Why: "scheduler plugins apply rules; they never reach into a controller, the driver or the sandbox"},
 	{From: "pkg/gpupool", Only: []string{"pkg/apis"},

@@ -114,7 +114,7 @@ func TestRootAndVersion(t *testing.T) {
 		"version":                      {args: []string{"version"}, wantStdout: "Rota "},
 		"help says what is here today": {args: []string{}, wantStdout: "run the controllers against a cluster"},
 		"unknown command":              {args: []string{"start"}, wantCode: 1, wantStderr: `unknown command "start"`},
-		"run without a cluster": {args: []string{"run", "--kubeconfig", "/nonexistent/kubeconfig", "--metrics-bind-address", ""},
+		"run without a cluster": {args: []string{"run", "--kubeconfig", "/nonexistent/kubeconfig", "--metrics-bind-address", "", "--health-probe-bind-address", ""},
 			wantCode: 1, wantStderr: "client configuration"},
 	}
 	for name, tc := range testCases {

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"sync"
@@ -31,18 +29,18 @@ import (
 
 // runOptions are the flags of `run`.
 type runOptions struct {
-	kubeconfig     string
-	namespace      string
-	identity       string
-	leaderElect    bool
-	leaseName      string
-	leaseDuration  time.Duration
-	renewDeadline  time.Duration
-	retryPeriod    time.Duration
-	metricsAddress string
-	kubeAPIQPS     float64
-	kubeAPIBurst   int
-	settings       settings
+	kubeconfig    string
+	namespace     string
+	identity      string
+	leaderElect   bool
+	leaseName     string
+	leaseDuration time.Duration
+	renewDeadline time.Duration
+	retryPeriod   time.Duration
+	endpoints     EndpointOptions
+	kubeAPIQPS    float64
+	kubeAPIBurst  int
+	settings      settings
 }
 
 func newRunCommand() *cobra.Command {
@@ -77,7 +75,13 @@ compare-and-swap and an idempotency key.`,
 	f.DurationVar(&o.leaseDuration, "lease-duration", 15*time.Second, "Lease duration")
 	f.DurationVar(&o.renewDeadline, "renew-deadline", 10*time.Second, "how long the leader retries renewing before it gives up")
 	f.DurationVar(&o.retryPeriod, "retry-period", 2*time.Second, "how often candidates retry")
-	f.StringVar(&o.metricsAddress, "metrics-bind-address", ":8080", "address of /metrics and /healthz; empty disables")
+	f.StringVar(&o.endpoints.MetricsAddress, "metrics-bind-address", "127.0.0.1:8080",
+		"address of /metrics, whose labels name tenants' namespaces and schedules: the pod's loopback by default (scrape it through an authenticating proxy); "+
+			"a wider address only with --metrics-secure or where a NetworkPolicy limits who reaches it. Empty disables")
+	f.BoolVar(&o.endpoints.MetricsSecure, "metrics-secure", false,
+		"serve /metrics over TLS (a self-signed certificate) to callers whose bearer token the API server accepts (TokenReview) and who may get /metrics (SubjectAccessReview); "+
+			"the ServiceAccount needs system:auth-delegator")
+	f.StringVar(&o.endpoints.HealthAddress, "health-probe-bind-address", ":8081", "address of /healthz and /readyz for the kubelet's probes (they answer ok, nothing more); empty disables")
 	f.StringVar(&o.settings.GateName, "gate-configmap", schedulecontroller.DefaultGateName, "ConfigMap (in --namespace) whose key 'mode' is off, observe or on")
 	f.DurationVar(&o.settings.PassPeriod, "pass-period", schedulecontroller.DefaultPassPeriod, "how often every schedule is re-checked")
 	f.DurationVar(&o.settings.ProgressPeriod, "progress-period", schedulecontroller.DefaultProgressPeriod, "how often a schedule with a step in flight is looked at")
@@ -118,13 +122,11 @@ func (o *runOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if o.metricsAddress != "" {
-		stop, err := serveMetrics(ctx, o.metricsAddress, registry)
-		if err != nil {
-			return err
-		}
-		defer stop()
+	endpoints, err := ServeEndpoints(ctx, o.endpoints, registry, client)
+	if err != nil {
+		return err
 	}
+	defer endpoints.Stop()
 	// The informers the controllers asked for in their constructors start
 	// with the work, once this replica leads, and stop after every worker
 	// has returned.
@@ -209,21 +211,4 @@ func (o *runOptions) leadAndRun(ctx context.Context, client kubernetes.Interface
 		},
 	})
 	return result
-}
-
-func serveMetrics(ctx context.Context, addr string, reg metrics.KubeRegistry) (func(), error) {
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", metrics.HandlerFor(reg, metrics.HandlerOpts{}))
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("metrics listener: %w", err)
-	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	return func() {
-		shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(shutdownCtx)
-	}, nil
 }

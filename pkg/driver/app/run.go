@@ -28,6 +28,7 @@ import (
 	"github.com/rota-dev/rota/pkg/driver/resources"
 	"github.com/rota-dev/rota/pkg/driver/state"
 	"github.com/rota-dev/rota/pkg/driver/timeslice"
+	"github.com/rota-dev/rota/pkg/secureserving"
 )
 
 // Plugin is a running kubelet plugin.
@@ -283,7 +284,7 @@ func (p *Plugin) serveMetrics(ctx context.Context, o *Options) error {
 	var tlsConfig *tls.Config
 	if o.MetricsSecure {
 		var err error
-		if h, tlsConfig, err = secureMetrics(h, p.client); err != nil {
+		if h, tlsConfig, err = secureserving.Metrics(h, p.client, "rota-dra-kubelet-plugin"); err != nil {
 			return err
 		}
 	}

@@ -163,7 +163,7 @@ func (r *runner) startComponents(ctx context.Context) error {
 		p := newProc(name, KindController, filepath.Join(r.o.BinDir, "schedule-controller"), r.logDir,
 			"run", "--kubeconfig="+r.c.Kubeconfig, "--namespace="+cluster.GateNamespace, "--identity="+name,
 			"--lease-duration="+leaseDuration.String(), "--renew-deadline="+renewDeadline.String(), "--retry-period="+retryPeriod.String(),
-			"--metrics-bind-address=", "--progress-period=1s", "--pass-period=30s", "--forecast-period=-1s")
+			"--metrics-bind-address=", "--health-probe-bind-address=", "--progress-period=1s", "--pass-period=30s", "--forecast-period=-1s")
 		r.procs = append(r.procs, p)
 		if err := p.start(ctx); err != nil {
 			return err

@@ -364,6 +364,7 @@ func TestChartSwitches(t *testing.T) {
 	vals, err := common.ReadValues([]byte(`
 tenantIsolation: {enabled: false}
 driver: {consumableMemory: {allNodes: true}}
+networkPolicy: {enabled: false}
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -380,9 +381,11 @@ driver: {consumableMemory: {allNodes: true}}
 		{"ValidatingAdmissionPolicy", "rota-gpu-classes-counted"},
 		{"ValidatingAdmissionPolicyBinding", "rota-gpu-classes-counted"},
 		{"DaemonSet", "rota-dra-kubelet-plugin-consumable-memory"},
+		{"NetworkPolicy", "rota-default-deny-ingress"},
+		{"NetworkPolicy", "rota-scheduler"},
 	} {
 		if find(objs, gone.kind, gone.name) != nil {
-			t.Errorf("%s %s rendered with tenantIsolation.enabled false and consumableMemory.allNodes", gone.kind, gone.name)
+			t.Errorf("%s %s rendered with tenantIsolation.enabled false, consumableMemory.allNodes and networkPolicy.enabled false", gone.kind, gone.name)
 		}
 	}
 	for _, kept := range []string{"rota-dra-kubelet-plugin-own-node", "rota-reservation-controller-writes"} {

@@ -1,4 +1,8 @@
-package app
+// Package secureserving serves a Rota component's /metrics to the callers
+// the API server authenticates and authorizes, as Kubernetes' own
+// components do (--metrics-secure of the DRA driver and the schedule
+// controller).
+package secureserving
 
 import (
 	"crypto/tls"
@@ -17,14 +21,18 @@ import (
 	certutil "k8s.io/client-go/util/cert"
 )
 
-// secureMetrics is how --metrics-secure serves /metrics, the way
+// Metrics wraps h, the /metrics handler of a Rota component, the way
 // kube-scheduler and the kubelet serve theirs: over TLS, to callers whose
 // bearer token the API server accepts (TokenReview) and who may get the
 // non-resource URL /metrics (SubjectAccessReview). Anonymous requests get
 // 401, callers without the right 403. The serving certificate is
-// self-signed, made at start-up: scrapers authenticate the plugin by
-// where they reach it, as they do for the kubelet's.
-func secureMetrics(h http.Handler, client kubernetes.Interface) (http.Handler, *tls.Config, error) {
+// self-signed for name, made at start-up: scrapers authenticate the
+// component by where they reach it, as they do for the kubelet's. The
+// component's ServiceAccount needs the rights of system:auth-delegator.
+//
+// It returns the handler to serve and the TLS configuration of its
+// listener.
+func Metrics(h http.Handler, client kubernetes.Interface, name string) (http.Handler, *tls.Config, error) {
 	authn, _, err := authenticatorfactory.DelegatingAuthenticatorConfig{
 		Anonymous:                &apiserver.AnonymousAuthConfig{Enabled: false},
 		TokenAccessReviewClient:  client.AuthenticationV1(),
@@ -48,7 +56,7 @@ func secureMetrics(h http.Handler, client kubernetes.Interface) (http.Handler, *
 	h = genericapifilters.WithAuthentication(h, authn, genericapifilters.Unauthorized(scheme.Codecs), nil, nil)
 	h = genericapifilters.WithRequestInfo(h, &apirequest.RequestInfoFactory{})
 
-	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey("rota-dra-kubelet-plugin", nil, nil)
+	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey(name, nil, nil)
 	if err != nil {
 		return nil, nil, fmt.Errorf("metrics serving certificate: %w", err)
 	}
