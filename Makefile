@@ -148,11 +148,13 @@ push: ## Push the images of `make images` to REGISTRY: make images push REGISTRY
 	$(GO) run ./hack/release push --dir $(IMAGES_DIR) --registry $(REGISTRY)
 
 # The kustomize install (manifests/) as one file for one version:
-# bin/release/rota.yaml with every image at $(REGISTRY)/<name>:$(VERSION).
+# bin/release/rota.yaml with every image at
+# $(REGISTRY)/<name>:$(VERSION)@<digest of the image `make images` built>,
+# and each image's CycloneDX SBOM beside it (bin/release/<name>.cdx.json).
 .PHONY: release-manifests
-release-manifests: ## Render bin/release/rota.yaml: make release-manifests VERSION=v0.1.0 [REGISTRY=...]
+release-manifests: images ## Render bin/release/rota.yaml, images pinned by digest, and an SBOM per image: make release-manifests VERSION=v0.1.0 [REGISTRY=...]
 	$(GO) run ./hack/release manifests --manifests manifests --version $(VERSION) \
-		--registry $(or $(REGISTRY),$(IMAGE_REGISTRY)) --out bin/release/rota.yaml
+		--registry $(or $(REGISTRY),$(IMAGE_REGISTRY)) --images $(IMAGES_DIR) --out bin/release/rota.yaml
 
 # kubectl for the sandbox, built from the Kubernetes module Rota already
 # depends on (a tool of go.mod).

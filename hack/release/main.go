@@ -72,7 +72,7 @@ func specs(binDir string) []oci.Spec {
 func runImages(args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("images", flag.ContinueOnError)
 	binDir := fs.String("bin-dir", "bin", "directory holding the binaries (scheduler static, schedule-controller and dra-kubelet-plugin with cgo)")
-	outDir := fs.String("out", "bin/images", "where to write <name>/ (OCI layout) and <name>.tar (docker-archive)")
+	outDir := fs.String("out", "bin/images", "where to write <name>/ (OCI layout), <name>.tar (docker-archive) and <name>.cdx.json (CycloneDX SBOM)")
 	registry := fs.String("registry", manifests.DefaultRegistry, "registry and path the images are named under")
 	version := fs.String("version", "", "the release version: the tag, and label org.opencontainers.image.version")
 	revision := fs.String("revision", "unknown", "the git commit (label org.opencontainers.image.revision)")
@@ -101,9 +101,12 @@ func runImages(args []string, out io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("--registry: %w", err)
 		}
-		img, err := oci.Build(s, meta, oci.BuildMachine())
+		img, bom, err := oci.Build(s, meta, oci.BuildMachine(), ref.Name())
 		if err != nil {
 			return fmt.Errorf("image %s: %w", s.Name, err)
+		}
+		if err := oci.WriteSBOM(filepath.Join(*outDir, s.Name+".cdx.json"), bom); err != nil {
+			return err
 		}
 		if err := oci.WriteLayout(filepath.Join(*outDir, s.Name), img, ref); err != nil {
 			return err
@@ -156,11 +159,27 @@ func runManifests(args []string, out io.Writer) error {
 	dir := fs.String("manifests", "manifests", "the kustomize install to render")
 	version := fs.String("version", "", "the image tag every Rota image gets (required)")
 	registry := fs.String("registry", manifests.DefaultRegistry, "registry and path of the images")
+	imagesDir := fs.String("images", "bin/images", "where `release images` wrote the images of this version: each is pinned to its digest, and its SBOM is copied next to --out")
 	file := fs.String("out", "bin/release/rota.yaml", "file to write")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	y, err := manifests.Render(*dir, *version, *registry)
+	digests := map[string]string{}
+	for _, s := range specs("") {
+		img, built, err := oci.ReadLayout(filepath.Join(*imagesDir, s.Name))
+		if err != nil {
+			return fmt.Errorf("%w (run make images VERSION=%s first)", err, *version)
+		}
+		if built.TagStr() != *version {
+			return fmt.Errorf("%s holds %s built as version %s, not %s: run make images VERSION=%s first", *imagesDir, s.Name, built.TagStr(), *version, *version)
+		}
+		d, err := img.Digest()
+		if err != nil {
+			return err
+		}
+		digests[s.Name] = d.String()
+	}
+	y, err := manifests.Render(*dir, *version, *registry, digests)
 	if err != nil {
 		return err
 	}
@@ -170,6 +189,15 @@ func runManifests(args []string, out io.Writer) error {
 	if err := os.WriteFile(*file, y, 0o644); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "%s: Rota %s, images from %s\n", *file, *version, *registry)
+	for _, s := range specs("") {
+		sbom, err := os.ReadFile(filepath.Join(*imagesDir, s.Name+".cdx.json"))
+		if err != nil {
+			return fmt.Errorf("%w (run make images VERSION=%s first)", err, *version)
+		}
+		if err := os.WriteFile(filepath.Join(filepath.Dir(*file), s.Name+".cdx.json"), sbom, 0o644); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(out, "%s: Rota %s, images from %s pinned by digest; SBOMs <image>.cdx.json beside it\n", *file, *version, *registry)
 	return nil
 }

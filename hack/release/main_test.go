@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"testing"
 
+	cdx "github.com/CycloneDX/cyclonedx-go"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -178,6 +179,61 @@ func TestImages(t *testing.T) {
 			if !strings.Contains(pushed.String(), "pushed "+ref.String()+"@"+want.String()) {
 				t.Errorf("push printed %q, not %s@%s", pushed.String(), ref, want)
 			}
+		}
+	})
+	t.Run("release manifests pin the digests and carry the SBOMs", func(t *testing.T) {
+		rel := filepath.Join(t.TempDir(), "rota.yaml")
+		manifestsDir := filepath.Join("..", "..", "manifests")
+		var printed bytes.Buffer
+		if err := run(context.Background(), []string{"manifests", "--manifests", manifestsDir, "--images", out,
+			"--version", version, "--registry", repo, "--out", rel}, &printed); err != nil {
+			t.Fatal(err)
+		}
+		y, err := os.ReadFile(rel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range specs(bin) {
+			built, _, err := oci.ReadLayout(filepath.Join(out, s.Name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			digest, _ := built.Digest()
+			if want := "image: " + repo + "/" + s.Name + ":" + version + "@" + digest.String(); !strings.Contains(string(y), want) {
+				t.Errorf("rota.yaml lacks %q", want)
+			}
+			f, err := os.Open(filepath.Join(filepath.Dir(rel), s.Name+".cdx.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var bom cdx.BOM
+			err = cdx.NewBOMDecoder(f, cdx.BOMFileFormatJSON).Decode(&bom)
+			_ = f.Close()
+			if err != nil {
+				t.Fatalf("%s SBOM: %v", s.Name, err)
+			}
+			if c := bom.Metadata.Component; c == nil || c.Hashes == nil || (*c.Hashes)[0].Value != digest.Hex || c.Version != version {
+				t.Errorf("%s SBOM describes %+v, want the image %s of version %s", s.Name, c, digest, version)
+			}
+			names := map[string]string{}
+			for _, c := range *bom.Components {
+				names[c.Name] = c.PackageURL
+			}
+			for _, want := range []string{s.Name, "stdlib", "k8s.io/client-go", "k8s.io/klog/v2"} {
+				if _, ok := names[want]; !ok {
+					t.Errorf("%s SBOM has no component %s", s.Name, want)
+				}
+			}
+			if _, err := exec.LookPath("dpkg-query"); err == nil && s.Glibc {
+				if purl := names["libc6"]; !strings.HasPrefix(purl, "pkg:deb/debian/libc6@") {
+					t.Errorf("%s SBOM: libc6 %q, want the Debian package and its version", s.Name, purl)
+				}
+			}
+		}
+		err = run(context.Background(), []string{"manifests", "--manifests", manifestsDir, "--images", out,
+			"--version", "v9.9.9", "--registry", repo, "--out", rel}, &printed)
+		if err == nil || !strings.Contains(err.Error(), "not v9.9.9") {
+			t.Errorf("release manifests for another version than the images': %v, want a refusal", err)
 		}
 	})
 	for _, s := range specs(bin) {

@@ -42,7 +42,7 @@ func (c *e2eCluster) importImages(ctx context.Context) error {
 		{oci.Spec{Name: "pause", Description: "pod sandbox", Binary: bin, Root: true}, node.PauseImage},
 		{oci.Spec{Name: "workload", Description: "prints what a GPU container is given", Binary: bin}, workloadImage},
 	} {
-		built, err := oci.Build(img.spec, meta, oci.BuildMachine())
+		built, _, err := oci.Build(img.spec, meta, oci.BuildMachine(), img.ref)
 		if err != nil {
 			return fmt.Errorf("image %s: %w", img.ref, err)
 		}

@@ -11,13 +11,16 @@ app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 {{- end }}
 
 {{/*
-An image reference from {repository, tag}; the tag defaults to appVersion.
+An image reference from {repository, tag, digest}: repository:tag, the tag
+defaulting to appVersion, and @digest when a digest is set.
 Call with (list $ .Values.x.image).
 */}}
 {{- define "rota.image" -}}
 {{- $root := index . 0 -}}
 {{- $image := index . 1 -}}
-{{- printf "%s:%s" $image.repository (default $root.Chart.AppVersion $image.tag) -}}
+{{- $ref := printf "%s:%s" $image.repository (default $root.Chart.AppVersion $image.tag) -}}
+{{- if $image.digest }}{{ $ref = printf "%s@%s" $ref $image.digest }}{{ end -}}
+{{- $ref -}}
 {{- end }}
 
 {{/*

@@ -39,11 +39,15 @@ func ValidateVersion(version string) error {
 	return nil
 }
 
+// digestPattern is an OCI image digest, as the release pins images.
+var digestPattern = regexp.MustCompile(`^sha256:[a-f0-9]{64}$`)
+
 // Render builds the kustomization at manifestsDir (the repository's
 // manifests/) with every Rota image set to registry/<name>:version, by an
 // overlay with a kustomize images: block on top of it, and returns the
-// YAML stream.
-func Render(manifestsDir, version, registry string) ([]byte, error) {
+// YAML stream. digests, when not nil, must hold the digest of every image
+// (by name); each image is then pinned to it, <registry>/<name>@<digest>.
+func Render(manifestsDir, version, registry string, digests map[string]string) ([]byte, error) {
 	if err := ValidateVersion(version); err != nil {
 		return nil, err
 	}
@@ -73,6 +77,14 @@ func Render(manifestsDir, version, registry string) ([]byte, error) {
 	k.WriteString("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- ../manifests\nimages:\n")
 	for _, img := range Images {
 		fmt.Fprintf(&k, "- name: %s/%s\n  newName: %s/%s\n  newTag: %q\n", DefaultRegistry, img, registry, img, version)
+		if digests == nil {
+			continue
+		}
+		d := digests[img]
+		if !digestPattern.MatchString(d) {
+			return nil, fmt.Errorf("image %s: digest %q is not sha256:<64 hex digits>", img, d)
+		}
+		fmt.Fprintf(&k, "  digest: %s\n", d)
 	}
 	if err := mem.WriteFile("/release/kustomization.yaml", []byte(k.String())); err != nil {
 		return nil, err

@@ -16,7 +16,7 @@ func TestReleaseManifestsRefuseBadInput(t *testing.T) {
 		{"v1.0.0", "Registry With Spaces", "not a registry"},
 		{"v1.0.0", "", "not a registry"},
 	} {
-		_, err := Render(dir, c.version, c.registry)
+		_, err := Render(dir, c.version, c.registry, nil)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("Render(%q, %q) = %v, want an error saying %q", c.version, c.registry, err, c.want)
 		}

@@ -54,8 +54,16 @@ func ParseLdd(out []byte) ([]string, error) {
 // /usr/lib64/ld-linux-x86-64.so.2 -> /lib/x86_64-linux-gnu/..., and the file
 // they end at.
 func (t *Tree) CopyHostPath(root, p string) error {
-	return t.copyHostPath(root, p, 0)
+	if err := t.copyHostPath(root, p, 0); err != nil {
+		return err
+	}
+	t.hostFiles = append(t.hostFiles, p)
+	return nil
 }
+
+// HostFiles are the build machine's files the tree took (CopyHostPath's
+// arguments, before links are followed), in the order they were added.
+func (t *Tree) HostFiles() []string { return t.hostFiles }
 
 func (t *Tree) copyHostPath(root, p string, links int) error {
 	if links > 40 {

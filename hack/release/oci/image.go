@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"time"
 
+	cdx "github.com/CycloneDX/cyclonedx-go"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
@@ -64,6 +65,9 @@ type Host struct {
 	Root string
 	// Ldd lists a binary's shared objects as ldd prints them.
 	Ldd func(binary string) ([]byte, error)
+	// Package names the Debian package of a file, for the SBOM; nil
+	// records every file by its hash.
+	Package DebianPackage
 }
 
 // BuildMachine is the machine this runs on.
@@ -74,7 +78,7 @@ func BuildMachine() Host {
 			return nil, fmt.Errorf("ldd %s: %w: %s", binary, err, out)
 		}
 		return out, nil
-	}}
+	}, Package: dpkgOwner}
 }
 
 const (
@@ -175,18 +179,30 @@ func checkLinkage(s Spec) error {
 	return nil
 }
 
-// Build assembles the image of s.
-func Build(s Spec, m Meta, h Host) (v1.Image, error) {
+// Build assembles the image of s, named ref, and its bill of materials.
+func Build(s Spec, m Meta, h Host, ref string) (v1.Image, *cdx.BOM, error) {
 	if s.Name == "" || s.Binary == "" {
-		return nil, errors.New("an image needs a name and a binary")
+		return nil, nil, errors.New("an image needs a name and a binary")
 	}
 	if err := checkLinkage(s); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	base, err := BaseLayer(s, h)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	img, err := build(s, m, base)
+	if err != nil {
+		return nil, nil, err
+	}
+	bom, err := SBOM(s, m, h, base, img, ref)
+	if err != nil {
+		return nil, nil, err
+	}
+	return img, bom, nil
+}
+
+func build(s Spec, m Meta, base *Tree) (v1.Image, error) {
 	bin, err := os.ReadFile(s.Binary)
 	if err != nil {
 		return nil, err

@@ -34,6 +34,8 @@ type entry struct {
 // directories are added on demand, owned by root, mode 0755.
 type Tree struct {
 	entries map[string]entry
+	// hostFiles are the paths CopyHostPath was asked for, in order.
+	hostFiles []string
 }
 
 // NewTree returns an empty layer.

@@ -223,6 +223,10 @@ func TestChartValues(t *testing.T) {
 		}
 	}
 
+	if img := podSpec(t, get("Deployment", "rota-scheduler")).Containers[0].Image; img !=
+		"registry.example.com/rota/scheduler:v0.1.0-rc.1@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef" {
+		t.Errorf("scheduler image %s, want the tag pinned to the digest of ci/all-values.yaml", img)
+	}
 	ctl := podSpec(t, get("Deployment", "rota-schedule-controller"))
 	if c := ctl.Containers[0]; !slices.Contains(c.Args, "--leader-elect=false") || !slices.Contains(c.Args, "--kube-api-qps=20") ||
 		!slices.Contains(c.Args, "--kube-api-burst=40") || !slices.Contains(c.Args, "--workers=8") ||
@@ -281,6 +285,7 @@ func TestChartRejectsBadValues(t *testing.T) {
 			[]string{"/scheduler/plugins/quota/tenants/0/limits/H100"}},
 		{"duration", `scheduler: {plugins: {gang: {waitLimit: "a minute"}}}`, []string{"/scheduler/plugins/gang/waitLimit"}},
 		{"Deny with Warn", `tenantIsolation: {validationActions: [Deny, Warn]}`, []string{"/tenantIsolation/validationActions"}},
+		{"digest not sha256", `driver: {image: {digest: "md5:abc"}}`, []string{"/driver/image/digest"}},
 		{"replicas without leader election", `scheduler: {replicas: 2, leaderElection: {enabled: false}}`,
 			[]string{"scheduler.replicas is 2 but scheduler.leaderElection.enabled is false"}},
 		{"consumable memory twice", `driver: {consumableMemory: {allNodes: true, nodeSelector: {a: b}}}`,

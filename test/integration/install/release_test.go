@@ -60,11 +60,16 @@ func TestShippedManifestsPinOneVersion(t *testing.T) {
 // TestReleaseManifestsDryRun renders bin/release/rota.yaml as `make
 // release-manifests VERSION=... REGISTRY=...` does and has a real API
 // server accept every object; every image is the versioned one from the
-// given registry, and the objects are those of the kustomize install.
+// given registry, pinned to its digest, and the objects are those of the
+// kustomize install.
 func TestReleaseManifestsDryRun(t *testing.T) {
 	const version, registry = "v9.8.7-rc.1", "registry.example.com/team/rota"
 	dir := filepath.Join(framework.RepoRoot(t), "manifests")
-	y, err := manifests.Render(dir, version, registry)
+	digests := map[string]string{}
+	for i, name := range manifests.Images {
+		digests[name] = "sha256:" + strings.Repeat(fmt.Sprint(i+1), 64)
+	}
+	y, err := manifests.Render(dir, version, registry, digests)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +82,7 @@ func TestReleaseManifestsDryRun(t *testing.T) {
 		got = append(got, img)
 	}
 	for _, name := range manifests.Images {
-		want = append(want, registry+"/"+name+":"+version)
+		want = append(want, registry+"/"+name+":"+version+"@"+digests[name])
 	}
 	sort.Strings(got)
 	sort.Strings(want)
