@@ -391,7 +391,9 @@ func (b *builder) tier(t gpupool.Tier) Tier {
 			case other != nil:
 				out.Blocked[d.ID.String()] = "tainted " + other.Key
 			case reservedBy != "":
-				out.Blocked[d.ID.String()] = "reserved by " + reservedBy
+				// Not named: the advice is shown to the waiting pod's
+				// owner, who may be another tenant.
+				out.Blocked[d.ID.String()] = "reserved by a GPUReservation"
 			default:
 				out.Devices[d.ID.String()] = true
 			}

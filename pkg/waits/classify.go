@@ -35,7 +35,9 @@ type TierCounts struct {
 	// member, so its claims do not tolerate the reservation.
 	Reserved map[string]int
 	// Reservations counts the Reserved devices per reservation, by its
-	// "namespace/name".
+	// "namespace/name" for the waiting pod's namespace, and under
+	// OtherNamespaces for every other's: a tenant learns that GPUs are
+	// reserved elsewhere, not by whom.
 	Reservations map[string]int
 	// Preemptible counts matching devices held only by pods of lower
 	// priority than the waiting pod that no disruption budget protects.

@@ -65,6 +65,16 @@ func TestClassify(t *testing.T) {
 			want: Verdict{Reason: Reserved, Message: "request gpu: needs 2 GPUs, 1 free and 1 more matching but reserved by GPUReservation team-a/serving (n2: 1); " +
 				"the pod is not a member of it (only members' claims tolerate a reservation's rota.dev/reserved taint)"},
 		},
+		"another namespace's reservation is not named": {
+			in: Attempt{Requests: [][]TierCounts{{withReserved(counts(3, [2]int{1, 0}, none, none, none), [2]int{0, 2}, "team-a/mine", OtherNamespaces)}}},
+			want: Verdict{Reason: Reserved, Message: "request gpu: needs 3 GPUs, 1 free and 2 more matching but reserved by GPUReservations team-a/mine (1) and of other namespaces (1) (n2: 2); " +
+				"the pod is not a member of them (only members' claims tolerate a reservation's rota.dev/reserved taint)"},
+		},
+		"only other namespaces' reservations": {
+			in: Attempt{Requests: [][]TierCounts{{withReserved(counts(2, [2]int{1, 0}, none, none, none), [2]int{0, 1}, OtherNamespaces)}}},
+			want: Verdict{Reason: Reserved, Message: "request gpu: needs 2 GPUs, 1 free and 1 more matching but reserved by GPUReservations of other namespaces (n2: 1); " +
+				"the pod is not a member of it (only members' claims tolerate a reservation's rota.dev/reserved taint)"},
+		},
 		"unhealthy GPUs decide when they alone make up the difference": {
 			in:   Attempt{Requests: [][]TierCounts{{withReserved(counts(1, none, [2]int{1, 0}, none, none), [2]int{0, 1}, "team-a/serving")}}},
 			want: Verdict{Reason: Unhealthy, Message: "request gpu: needs 1 GPU, 0 free and 1 more matching but tainted unhealthy (n1: 1)"},

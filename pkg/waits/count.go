@@ -31,8 +31,11 @@ func TierLabel(r gpupool.Request, i int) string {
 }
 
 // CountTier counts, node by node, the devices of the pool that tier i of r
-// could use, and who holds the others. priority is the waiting pod's.
-func CountTier(ctx context.Context, pool *gpupool.Pool, m *gpupool.Matcher, r gpupool.Request, i int, priority int32, holders Holders) TierCounts {
+// could use, and who holds the others. priority and namespace are the
+// waiting pod's: reservations of other namespaces are counted under
+// OtherNamespaces, not by name, since what the counts say is shown to the
+// pod's owner.
+func CountTier(ctx context.Context, pool *gpupool.Pool, m *gpupool.Matcher, r gpupool.Request, i int, priority int32, namespace string, holders Holders) TierCounts {
 	t := r.Tiers[i]
 	tc := TierCounts{
 		Label: TierLabel(r, i), Need: int(t.Count), Request: r.Name, Name: t.Name,
@@ -70,7 +73,7 @@ func CountTier(ctx context.Context, pool *gpupool.Pool, m *gpupool.Matcher, r gp
 			switch {
 			case other == nil && reservedBy != "":
 				tc.Reserved[node]++
-				tc.Reservations[reservationName(reservedBy)]++
+				tc.Reservations[ReservationName(reservedBy, namespace)]++
 			case !d.FreeFor(t):
 				classifyHeld(&tc, node, d, priority, holders)
 			case other != nil:
@@ -111,13 +114,25 @@ func (tc *TierCounts) countRejected(rejected []rejectedDevice, models map[string
 	}
 }
 
-// reservationName renders a reserved taint's value "<namespace>.<name>" as
-// "namespace/name", the way kubectl names the GPUReservation.
-func reservationName(value string) string {
-	if ns, name, ok := gpuv1.ParseReservedTaintValue(value); ok {
-		return ns + "/" + name
+// ReservationName is how the reservation holding a GPU, known by its taint
+// value "<namespace>.<name>", is named to a pod of namespace: "ns/name"
+// when it is the pod's own namespace's, OtherNamespaces for any other
+// (what Rota tells a tenant never names another tenant's reservations).
+func ReservationName(taintValue, namespace string) string {
+	ns, name, ok := gpuv1.ParseReservedTaintValue(taintValue)
+	if !ok || ns != namespace {
+		return OtherNamespaces
 	}
-	return value
+	return ns + "/" + name
+}
+
+// ReservationLabel renders a ReservationName for people:
+// "GPUReservation team-a/serving", "a GPUReservation of another namespace".
+func ReservationLabel(name string) string {
+	if name == OtherNamespaces {
+		return "a GPUReservation of another namespace"
+	}
+	return "GPUReservation " + name
 }
 
 // classifyHeld counts an allocated device as pinned (some holder must keep

@@ -38,7 +38,7 @@ func TestFullSharedGPUIsInsufficientCapacity(t *testing.T) {
 	}
 	p := gpupool.NewPool([]*resourceapi.ResourceSlice{gpupooltest.SharedH200Slice()}, []*resourceapi.ResourceClaim{claim}, nil)
 	r := gpupool.Request{Name: "gpu", Tiers: []gpupool.Tier{memTier("8Gi")}}
-	tc := CountTier(t.Context(), p, &gpupool.Matcher{}, r, 0, 0, nil)
+	tc := CountTier(t.Context(), p, &gpupool.Matcher{}, r, 0, 0, "", nil)
 	if tc.Free["h200-0"] != 0 || tc.Matching["h200-0"] != 1 {
 		t.Fatalf("free %v of matching %v, want 0 of 1", tc.Free, tc.Matching)
 	}
@@ -110,13 +110,19 @@ func TestCountTellsReservedFromUnhealthy(t *testing.T) {
 				tier := memTier("8Gi")
 				tier.Tolerations = tc.tolerations
 				r := gpupool.Request{Name: "gpu", Tiers: []gpupool.Tier{tier}}
-				c := CountTier(t.Context(), p, &gpupool.Matcher{}, r, 0, 0, nil)
+				c := CountTier(t.Context(), p, &gpupool.Matcher{}, r, 0, 0, "team-a", nil)
 				got := fmt.Sprintf("%d/%d/%d", c.Free["h200-0"], c.Tainted["h200-0"], c.Reserved["h200-0"])
 				if got != tc.wantCounts {
 					t.Errorf("free/tainted/reserved = %s, want %s", got, tc.wantCounts)
 				}
 				if tc.wantCounts == "0/0/1" && c.Reservations["team-a/serving"] != 1 {
 					t.Errorf("reservations %v, want team-a/serving: 1", c.Reservations)
+				}
+				// A pod of another namespace learns that the GPU is
+				// reserved, not by whom.
+				if other := CountTier(t.Context(), p, &gpupool.Matcher{}, r, 0, 0, "team-b", nil); tc.wantCounts == "0/0/1" &&
+					(other.Reservations[OtherNamespaces] != 1 || len(other.Reservations) != 1) {
+					t.Errorf("reservations seen from team-b %v, want only %q: 1", other.Reservations, OtherNamespaces)
 				}
 				if tc.wantReason == "" {
 					return
@@ -168,7 +174,7 @@ func TestCountTierOtherModelAndUnmet(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := gpupool.Request{Name: "gpu", Tiered: true, Tiers: []gpupool.Tier{{Name: "h100"}, tier}}
-	s := CountTier(t.Context(), p, m, r, 1, 0, nil).Stat()
+	s := CountTier(t.Context(), p, m, r, 1, 0, "", nil).Stat()
 	want := TierStat{Tier: "2/2", Name: "A100", Need: 4, Matching: 2, Free: 2, LargestFree: 2, LargestFreeNode: "dgx-a100-0",
 		OtherModel: 8, Unmet: map[string]int{driver: 4}, Request: "gpu"}
 	if diff := cmp.Diff(want, s); diff != "" {

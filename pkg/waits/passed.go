@@ -72,7 +72,7 @@ func (p PassedTier) Line() string {
 		why = append(why, fmt.Sprintf("%d tainted %s", p.Tainted[k], k))
 	}
 	for _, k := range slices.Sorted(maps.Keys(p.Reserved)) {
-		why = append(why, fmt.Sprintf("%d reserved by GPUReservation %s", p.Reserved[k], k))
+		why = append(why, fmt.Sprintf("%d reserved by %s", p.Reserved[k], ReservationLabel(k)))
 	}
 	if p.Excluded > 0 {
 		why = append(why, fmt.Sprintf("%d on nodes the pod's node selector or affinity excludes", p.Excluded))

@@ -29,17 +29,33 @@ func reservedVerdict(t TierCounts) Verdict {
 	return Verdict{Reason: Reserved, Message: msg, Detail: Detail{Notes: []string{held}}}
 }
 
+// OtherNamespaces is the key of TierCounts.Reservations under which the
+// reservations of namespaces other than the waiting pod's are counted.
+// No namespace or name has parentheses, so it cannot be a real one.
+const OtherNamespaces = "(other namespaces)"
+
 // reservations names the reservations holding a tier's reserved devices:
 // "GPUReservation team-a/serving", or with several, how many each holds:
-// "GPUReservations team-a/a (1), team-a/b (2)".
+// "GPUReservations team-a/a (1), team-a/b (2)". Those of other namespaces
+// than the pod's are not named: "GPUReservations of other namespaces",
+// "GPUReservations team-a/a (1) and of other namespaces (2)".
 func reservations(t TierCounts) string {
 	names := slices.Sorted(maps.Keys(t.Reservations))
-	if len(names) == 1 {
+	others, hasOthers := t.Reservations[OtherNamespaces]
+	names = slices.DeleteFunc(names, func(n string) bool { return n == OtherNamespaces })
+	switch {
+	case len(names) == 0:
+		return "GPUReservations of other namespaces"
+	case len(names) == 1 && !hasOthers:
 		return "GPUReservation " + names[0]
 	}
 	parts := make([]string, 0, len(names))
 	for _, n := range names {
 		parts = append(parts, fmt.Sprintf("%s (%d)", n, t.Reservations[n]))
 	}
-	return "GPUReservations " + strings.Join(parts, ", ")
+	s := "GPUReservations " + strings.Join(parts, ", ")
+	if hasOthers {
+		s += fmt.Sprintf(" and of other namespaces (%d)", others)
+	}
+	return s
 }

@@ -14,6 +14,7 @@ import (
 
 	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
 	"github.com/rota-dev/rota/pkg/gpupool"
+	"github.com/rota-dev/rota/pkg/waits"
 )
 
 // Rejection reasons, per node and tier, as users read them.
@@ -96,7 +97,7 @@ func (pl *Tiering) PostFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Po
 	var parts []string
 	for _, req := range s.requests {
 		for ti, tier := range req.Tiers {
-			sum, err := pl.summarizeTier(ctx, pool, nodes, statuses, tier)
+			sum, err := pl.summarizeTier(ctx, pool, nodes, statuses, tier, pod.Namespace)
 			if err != nil {
 				return nil, statusError(logger, err)
 			}
@@ -112,7 +113,7 @@ func (pl *Tiering) PostFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Po
 	return nil, fwk.NewStatus(fwk.Unschedulable, msg)
 }
 
-func (pl *Tiering) summarizeTier(ctx context.Context, pool *gpupool.Pool, nodes []fwk.NodeInfo, statuses fwk.NodeToStatusReader, tier gpupool.Tier) (tierSummary, error) {
+func (pl *Tiering) summarizeTier(ctx context.Context, pool *gpupool.Pool, nodes []fwk.NodeInfo, statuses fwk.NodeToStatusReader, tier gpupool.Tier, namespace string) (tierSummary, error) {
 	sum := tierSummary{nodes: len(nodes), reasons: map[string]int{}}
 	m, err := pl.matcherFor(tier)
 	if err != nil {
@@ -122,7 +123,7 @@ func (pl *Tiering) summarizeTier(ctx context.Context, pool *gpupool.Pool, nodes 
 		return sum, nil //nolint:nilerr // reported in the message
 	}
 	for _, ni := range nodes {
-		v, err := pl.judgeTier(ctx, pool, ni.Node().Name, tier, m)
+		v, err := pl.judgeTier(ctx, pool, ni.Node().Name, tier, m, namespace)
 		if err != nil {
 			return sum, err
 		}
@@ -151,8 +152,8 @@ func (pl *Tiering) summarizeTier(ctx context.Context, pool *gpupool.Pool, nodes 
 // device only a reservation's taint keeps the claim off counts as
 // reserved, whether its members use it or not; one that is also unhealthy
 // counts as tainted.
-func (pl *Tiering) judgeTier(ctx context.Context, pool *gpupool.Pool, node string, tier gpupool.Tier, m *gpupool.Matcher) (tierVerdict, error) {
-	c := deviceCounts{models: map[string]bool{}}
+func (pl *Tiering) judgeTier(ctx context.Context, pool *gpupool.Pool, node string, tier gpupool.Tier, m *gpupool.Matcher, namespace string) (tierVerdict, error) {
+	c := deviceCounts{models: map[string]bool{}, namespace: namespace}
 	for _, d := range pool.ByNode[node] {
 		c.models[gpupool.StringAttribute(d.Device, d.ID.Driver.String(), gpuv1.AttributeModel)] = true
 		f, err := m.FirstFailing(ctx, d.ID.Driver.String(), d.Device)
@@ -195,6 +196,9 @@ type deviceCounts struct {
 	taintKey, reservedBy, failing string
 	// models are the models of the node's devices.
 	models map[string]bool
+	// namespace is the waiting pod's: other namespaces' reservations are
+	// not named.
+	namespace string
 }
 
 func (c *deviceCounts) add(d *gpupool.Device, tier gpupool.Tier) {
@@ -234,7 +238,7 @@ func (c *deviceCounts) verdict(tier gpupool.Tier) tierVerdict {
 	case c.tainted > 0 && c.free+c.tainted >= need:
 		return tierVerdict{reason: reasonTaintedPrefix + c.taintKey, metric: metricReasonTainted}
 	case c.reserved > 0 && c.free+c.tainted+c.reserved >= need:
-		return tierVerdict{reason: reservedReason(c.reservedBy), metric: reasonReserved}
+		return tierVerdict{reason: reasonReserved + " by " + waits.ReservationLabel(waits.ReservationName(c.reservedBy, c.namespace)), metric: reasonReserved}
 	case c.free > 0:
 		// Some matching devices are free, not as many as the tier asks
 		// for at once: a capacity shortfall, not an empty node.
@@ -242,16 +246,6 @@ func (c *deviceCounts) verdict(tier gpupool.Tier) tierVerdict {
 	default:
 		return tierVerdict{reason: reasonNoFreeDevice, metric: "no_free_device"}
 	}
-}
-
-// reservedReason names the reservation holding a GPU from its taint value
-// "<namespace>.<name>".
-func reservedReason(value string) string {
-	ns, name, ok := gpuv1.ParseReservedTaintValue(value)
-	if !ok {
-		return reasonReserved
-	}
-	return fmt.Sprintf("%s by GPUReservation %s/%s", reasonReserved, ns, name)
 }
 
 // statusError logs where an internal error came from and wraps it.

@@ -42,9 +42,9 @@ func TestPostFilterExplains(t *testing.T) {
 			want: `Tiering (policy test-v1): tier 1/2 h100: 0 of 2 nodes — 1 no free device (no devices published), 1 tainted gpu.rota.dev/unhealthy; ` +
 				`tier 2/2 a100: 0 of 2 nodes — 1 no A100, 1 no free device (no devices published)`,
 		},
-		"the only H100 is held by a reservation": {
+		"the only H100 is held by another namespace's reservation, which is not named": {
 			slices: []*resourceapi.ResourceSlice{testSlice("node-a", gpu{model: "H100", memGiB: 80, reservedBy: "team-a.llm"})},
-			want: `Tiering (policy test-v1): tier 1/2 h100: 0 of 1 nodes — 1 reserved by GPUReservation team-a/llm; ` +
+			want: `Tiering (policy test-v1): tier 1/2 h100: 0 of 1 nodes — 1 reserved by a GPUReservation of another namespace; ` +
 				`tier 2/2 a100: 0 of 1 nodes — 1 no A100`,
 		},
 		"two H100s asked, one free: a shortfall, not an empty node": {

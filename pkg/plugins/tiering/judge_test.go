@@ -34,13 +34,18 @@ func TestJudgeSharedGPUs(t *testing.T) {
 		}}},
 	}
 	tests := map[string]struct {
-		claims []*resourceapi.ResourceClaim
-		tier   gpupool.Tier
-		want   string
+		claims    []*resourceapi.ResourceClaim
+		tier      gpupool.Tier
+		namespace string
+		want      string
 	}{
 		"non-member, the other GPU full": {
-			claims: []*resourceapi.ResourceClaim{full}, tier: gpupool.Tier{Count: 1},
+			claims: []*resourceapi.ResourceClaim{full}, tier: gpupool.Tier{Count: 1}, namespace: "team-a",
 			want: "reserved by GPUReservation team-a/serving",
+		},
+		"another namespace's pod, the other GPU full": {
+			claims: []*resourceapi.ResourceClaim{full}, tier: gpupool.Tier{Count: 1}, namespace: "team-b",
+			want: "reserved by a GPUReservation of another namespace",
 		},
 		"member, the other GPU full": {
 			claims: []*resourceapi.ResourceClaim{full},
@@ -54,7 +59,7 @@ func TestJudgeSharedGPUs(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			pool := gpupool.NewPool([]*resourceapi.ResourceSlice{slice}, tc.claims, nil)
-			var c deviceCounts
+			c := deviceCounts{namespace: tc.namespace}
 			for _, d := range pool.ByNode["h200-0"] {
 				c.add(d, tc.tier)
 			}

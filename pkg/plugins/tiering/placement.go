@@ -125,7 +125,7 @@ func (pl *Tiering) passedOver(ctx context.Context, cs fwk.CycleState, pod *v1.Po
 				}
 				excluded = pl.excludedNodes(pod)
 			}
-			t := pl.tierFree(ctx, inv, r.Tiers[ti], excluded)
+			t := pl.tierFree(ctx, inv, r.Tiers[ti], pod.Namespace, excluded)
 			t.Tier = fmt.Sprintf("%d/%d", ti+1, len(r.Tiers))
 			if len(s.requests) > 1 {
 				t.Request = r.Name
@@ -166,7 +166,7 @@ func (pl *Tiering) excludedNodes(pod *v1.Pod) func(string) bool {
 // (and the most on one node), and why each other one was not free, under
 // the first of: on a node the pod may not use, reserved by a GPUReservation
 // the claim does not tolerate, allocated, tainted.
-func (pl *Tiering) tierFree(ctx context.Context, inv *gpupool.Inventory, tier gpupool.Tier, excluded func(string) bool) waits.PassedTier {
+func (pl *Tiering) tierFree(ctx context.Context, inv *gpupool.Inventory, tier gpupool.Tier, namespace string, excluded func(string) bool) waits.PassedTier {
 	out := waits.PassedTier{Name: tier.Name, Need: int(tier.Count)}
 	m, err := pl.matcherFor(tier)
 	if err != nil {
@@ -196,7 +196,7 @@ func (pl *Tiering) tierFree(ctx context.Context, inv *gpupool.Inventory, tier gp
 				if out.Reserved == nil {
 					out.Reserved = map[string]int{}
 				}
-				out.Reserved[reservationName(reservedBy)]++
+				out.Reserved[waits.ReservationName(reservedBy, namespace)]++
 			case !d.FreeFor(tier):
 				out.Allocated++
 			case other != nil:
@@ -215,15 +215,6 @@ func (pl *Tiering) tierFree(ctx context.Context, inv *gpupool.Inventory, tier gp
 		out.Problem = "none in the pool"
 	}
 	return out
-}
-
-// reservationName is "namespace/name" of the GPUReservation whose taint
-// value is value ("<namespace>.<name>"), else the value itself.
-func reservationName(value string) string {
-	if ns, name, ok := gpuv1.ParseReservedTaintValue(value); ok {
-		return ns + "/" + name
-	}
-	return value
 }
 
 // label names a granted device's tier for people: its model, else the

@@ -209,7 +209,7 @@ func (pl *WaitReason) classify(ctx context.Context, cs fwk.CycleState, pod *v1.P
 				tiers = append(tiers, waits.TierCounts{Label: waits.TierLabel(r, i) + " (" + err.Error() + ")", Need: int(r.Tiers[i].Count)})
 				continue
 			}
-			tc := waits.CountTier(ctx, pool, m, r, i, prio, holders)
+			tc := waits.CountTier(ctx, pool, m, r, i, prio, pod.Namespace, holders)
 			for node, free := range tc.Free {
 				if free >= tc.Need && dra[node] {
 					a.DeviceConstraintNodes = append(a.DeviceConstraintNodes, node)

@@ -78,7 +78,7 @@ func TestWhyExplainsFallbackPlacement(t *testing.T) {
 	}
 
 	const why = "H100 tier: 0 of 24 free — 12 allocated, 4 tainted gpu.rota.dev/unhealthy, " +
-		"4 reserved by GPUReservation team-x/nightly, 4 on nodes the pod's node selector or affinity excludes"
+		"4 reserved by a GPUReservation of another namespace, 4 on nodes the pod's node selector or affinity excludes"
 	var notes []string
 	framework.WaitFor(t, "TieredPlacement event on train", func(context.Context) (bool, string, error) {
 		notes = cp.PodEventNotes(t, placed, "TieredPlacement")
@@ -106,7 +106,7 @@ func TestWhyExplainsFallbackPlacement(t *testing.T) {
 		t.Fatalf("kubectl rota why -o json: %v\n%s", err, out)
 	}
 	want := []waits.PassedTier{{Tier: "1/2", Name: "H100", Need: 4, Matching: 24, Free: 0, Allocated: 12, Excluded: 4,
-		Tainted: map[string]int{"gpu.rota.dev/unhealthy": 4}, Reserved: map[string]int{"team-x/nightly": 4}}}
+		Tainted: map[string]int{"gpu.rota.dev/unhealthy": 4}, Reserved: map[string]int{waits.OtherNamespaces: 4}}}
 	if report.Node != "dgx-a100-0" || len(report.PassedOver) != 1 || report.PassedOver[0].Line() != want[0].Line() ||
 		report.PassedOver[0].Tier != "1/2" || report.PassedOver[0].Need != 4 {
 		t.Errorf("kubectl rota why -o json: node %q, passedOver %+v; want dgx-a100-0 and %+v", report.Node, report.PassedOver, want)

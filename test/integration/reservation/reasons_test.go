@@ -1,9 +1,11 @@
 package reservation
 
 import (
+	"strings"
 	"testing"
 
 	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	rotav1 "github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
 	"github.com/rota-dev/rota/pkg/waits"
@@ -57,18 +59,46 @@ func testWaitReasons(t *testing.T, slice *resourceapi.ResourceSlice) {
 		cp.Create(t, framework.SharedGPUTemplate(outsiders, "any", 0, nil))
 		p := framework.GPUPod(outsiders, "outsider", schedulerName, "any")
 		cp.Create(t, p)
-		msg := cp.WaitForWaiting(t, outsiders, p.Name, string(waits.Reserved), "0/2 free (1 reserved by GPUReservation team-a/serving)")
+		msg := cp.WaitForWaiting(t, outsiders, p.Name, string(waits.Reserved), "0/2 free (1 reserved by GPUReservations of other namespaces)")
 		t.Logf("outsider waits: %s", msg)
 		cp.WaitForPodUnschedulable(t, outsiders, p.Name,
-			"0 free and 1 more matching but reserved by GPUReservation team-a/serving ("+node+": 1)", "not a member")
+			"0 free and 1 more matching but reserved by GPUReservations of other namespaces ("+node+": 1)", "not a member")
 
-		// A tiered claim: Tiering's explanation names the reservation too.
+		// A tiered claim: Tiering's explanation says the GPU is reserved,
+		// not by whom either.
 		cp.Create(t, framework.TieredClaimTemplate(outsiders, "tiered", framework.ModelTier("H200")))
 		tp := framework.GPUPod(outsiders, "tiered", schedulerName, "tiered")
 		cp.Create(t, tp)
-		cp.WaitForWaiting(t, outsiders, tp.Name, string(waits.Reserved), "reserved by GPUReservation team-a/serving")
-		msg = cp.WaitForPodUnschedulable(t, outsiders, tp.Name, "tier 1/1 h200: 0 of 1 nodes — 1 reserved by GPUReservation team-a/serving")
+		cp.WaitForWaiting(t, outsiders, tp.Name, string(waits.Reserved), "reserved by GPUReservations of other namespaces")
+		msg = cp.WaitForPodUnschedulable(t, outsiders, tp.Name, "tier 1/1 h200: 0 of 1 nodes — 1 reserved by a GPUReservation of another namespace")
 		t.Logf("tiered outsider: %s", msg)
+		// Nothing the outsider can read of its pods names the other
+		// tenant's reservation: conditions, annotations, events.
+		for _, name := range []string{p.Name, tp.Name} {
+			pod, err := cp.Client.CoreV1().Pods(outsiders).Get(t.Context(), name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var said []string
+			for _, c := range pod.Status.Conditions {
+				said = append(said, c.Message)
+			}
+			for _, v := range pod.Annotations {
+				said = append(said, v)
+			}
+			events, err := cp.Client.CoreV1().Events(outsiders).List(t.Context(), metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range events.Items {
+				said = append(said, e.Message)
+			}
+			for _, s := range said {
+				if strings.Contains(s, "serving") || strings.Contains(s, tenant+"/") || strings.Contains(s, tenant+".") {
+					t.Errorf("outsider pod %s is told about %s's reservation: %q", name, tenant, s)
+				}
+			}
+		}
 
 		// In the reservation's namespace, tolerating it, but not a member.
 		cp.Create(t, framework.SharedGPUTemplate(tenant, "forged", 0, reservedToleration(tenant, "serving")))
