@@ -19,7 +19,8 @@ func TestManifestsAreAccepted(t *testing.T) {
 		}
 		created++
 	}
-	if created != 7 {
-		t.Errorf("created %d objects, want 7 (ServiceAccount, ClusterRole(+Binding), Role(+Binding), ConfigMap, Deployment)", created)
+	if created != 10 {
+		t.Errorf("created %d objects, want 10 (ServiceAccount, ClusterRole(+Binding), the system:auth-delegator binding, Role(+Binding), "+
+			"ConfigMap, Deployment, ValidatingAdmissionPolicy rota-schedule-controller-writes (+Binding))", created)
 	}
 }
