@@ -24,17 +24,19 @@ import (
 // what it is, whether it is healthy, which reservation holds it, which pods
 // and tenants hold it, and for a shared GPU the VRAM used of its budget.
 type GPU struct {
-	Node        string   `json:"node"`
-	Device      string   `json:"device"`
-	Model       string   `json:"model,omitempty"`
-	UUID        string   `json:"uuid,omitempty"`
-	Health      string   `json:"health"`
-	Reservation string   `json:"reservation,omitempty"`
-	Holders     []string `json:"holders,omitempty"`
-	Tenants     []string `json:"tenants,omitempty"`
-	Shared      bool     `json:"shared"`
-	VRAMUsedMiB int64    `json:"vramUsedMiB,omitempty"`
-	VRAMMiB     int64    `json:"vramBudgetMiB,omitempty"`
+	Node        string `json:"node"`
+	Device      string `json:"device"`
+	Model       string `json:"model,omitempty"`
+	UUID        string `json:"uuid,omitempty"`
+	Health      string `json:"health"`
+	Reservation string `json:"reservation,omitempty"`
+	// ReservationPhase is the holding reservation's phase.
+	ReservationPhase string   `json:"reservationPhase,omitempty"`
+	Holders          []string `json:"holders,omitempty"`
+	Tenants          []string `json:"tenants,omitempty"`
+	Shared           bool     `json:"shared"`
+	VRAMUsedMiB      int64    `json:"vramUsedMiB,omitempty"`
+	VRAMMiB          int64    `json:"vramBudgetMiB,omitempty"`
 }
 
 // List reads the slices, claims and reservations and returns Rows.
@@ -111,8 +113,8 @@ func holders(d *gpupool.Device) (pods, tenants []string, usedMiB int64) {
 
 // resv is the reservation holding a GPU and its VRAM budget per GPU.
 type resv struct {
-	name      string
-	budgetMiB int64
+	name, phase string
+	budgetMiB   int64
 }
 
 // reservationsByUUID indexes the GPUs the reservations hold by UUID.
@@ -120,7 +122,7 @@ func reservationsByUUID(reservations []rotav1alpha1.GPUReservation) map[string]r
 	byUUID := map[string]resv{}
 	for _, r := range reservations {
 		for _, d := range r.Status.Devices {
-			byUUID[d.UUID] = resv{name: r.Namespace + "/" + r.Name, budgetMiB: r.Status.BudgetMiBPerGPU}
+			byUUID[d.UUID] = resv{name: r.Namespace + "/" + r.Name, phase: string(r.Status.Phase), budgetMiB: r.Status.BudgetMiBPerGPU}
 		}
 	}
 	return byUUID
@@ -149,7 +151,7 @@ func deviceRow(d *gpupool.Device, byUUID map[string]resv) GPU {
 		row.Holders, row.Tenants, row.VRAMUsedMiB = dedupe(pods), dedupe(tenants), used
 	}
 	if r, ok := byUUID[row.UUID]; ok {
-		row.Reservation = r.name
+		row.Reservation, row.ReservationPhase = r.name, r.phase
 		if row.Shared {
 			row.VRAMMiB = r.budgetMiB
 		}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	rotav1 "github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
 	"github.com/rota-dev/rota/pkg/usage"
 )
 
@@ -24,7 +25,7 @@ func Tenants(rows []GPU) []Tenant {
 	for _, r := range rows {
 		g := usage.GPU{Model: r.Model, Tenants: r.Tenants}
 		if ns, _, ok := strings.Cut(r.Reservation, "/"); ok {
-			g.ReservedBy = ns
+			g.ReservedBy, g.ReservationPhase = ns, rotav1.ReservationPhase(r.ReservationPhase)
 		}
 		gpus = append(gpus, g)
 	}

@@ -5,7 +5,11 @@
 // (docs/reservations.md, "Usage accounting").
 package usage
 
-import "sort"
+import (
+	"sort"
+
+	rotav1 "github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
+)
 
 // GPU is what the charge rule needs to know of one GPU.
 type GPU struct {
@@ -13,6 +17,9 @@ type GPU struct {
 	// ReservedBy is the namespace of the GPUReservation holding the GPU,
 	// "" when none does.
 	ReservedBy string
+	// ReservationPhase is that reservation's phase; "" when unknown (it is
+	// then charged).
+	ReservationPhase rotav1.ReservationPhase
 	// Tenants are the namespaces whose claims are allocated the GPU.
 	Tenants []string
 }
@@ -25,13 +32,23 @@ type Key struct {
 
 // Holding is what a tenant holds of one model at an instant.
 type Holding struct {
-	// Reserved: GPUs its GPUReservations hold, used or not.
+	// Reserved: GPUs its GPUReservations hold and are charged for, used or
+	// not (not while a reservation is Degraded or Releasing: Charges).
 	Reserved int `json:"reserved"`
 	// Charged: GPUs charged to it, each once: the reserved ones, plus every
 	// other GPU its claims are allocated. A member's claim on its own
 	// reservation's GPU adds nothing; a GPU time-sliced between claims of
-	// one tenant counts once for it.
+	// one tenant counts once for it. The GPUs of a reservation that is not
+	// charged count as any other GPU: once for each tenant whose claims
+	// hold them.
 	Charged int `json:"charged"`
+}
+
+// Charges reports whether a reservation in phase is charged for the GPUs
+// it holds: not while Degraded (a held GPU is unhealthy or gone, so the
+// tenant does not get what it reserved) nor while Releasing.
+func Charges(phase rotav1.ReservationPhase) bool {
+	return phase != rotav1.ReservationDegraded && phase != rotav1.ReservationReleasing
 }
 
 // Charge applies the charge rule to every GPU of the pool.
@@ -39,7 +56,7 @@ func Charge(gpus []GPU) map[Key]Holding {
 	out := map[Key]Holding{}
 	for _, g := range gpus {
 		charged := map[string]bool{}
-		if g.ReservedBy != "" {
+		if g.ReservedBy != "" && Charges(g.ReservationPhase) {
 			k := Key{Namespace: g.ReservedBy, Model: g.Model}
 			h := out[k]
 			h.Reserved++

@@ -7,6 +7,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/testutil"
+
+	rotav1 "github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
 )
 
 // TestCharge: a reservation's GPUs are charged to its tenant once, used or
@@ -29,6 +31,27 @@ func TestCharge(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, Charge(gpus)); diff != "" {
 		t.Errorf("Charge (-want +got):\n%s", diff)
+	}
+}
+
+// TestChargeStopsWhenTheReservationDoesNotDeliver: a Degraded reservation
+// (a held GPU unhealthy or gone) and a Releasing one are not charged for
+// what they hold; what their members' claims hold is charged as any
+// other GPU. Bound, and a phase not yet known, are charged.
+func TestChargeStopsWhenTheReservationDoesNotDeliver(t *testing.T) {
+	for phase, want := range map[rotav1.ReservationPhase]map[Key]Holding{
+		rotav1.ReservationBound:     {{"team-a", "H200"}: {Reserved: 2, Charged: 2}},
+		"":                          {{"team-a", "H200"}: {Reserved: 2, Charged: 2}},
+		rotav1.ReservationDegraded:  {{"team-a", "H200"}: {Charged: 1}},
+		rotav1.ReservationReleasing: {{"team-a", "H200"}: {Charged: 1}},
+	} {
+		got := Charge([]GPU{
+			{Model: "H200", ReservedBy: "team-a", ReservationPhase: phase, Tenants: []string{"team-a"}}, // a member runs
+			{Model: "H200", ReservedBy: "team-a", ReservationPhase: phase},                              // held, idle
+		})
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("phase %q (-want +got):\n%s", phase, diff)
+		}
 	}
 }
 

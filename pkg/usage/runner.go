@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	resourcelisters "k8s.io/client-go/listers/resource/v1"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/utils/clock"
 
 	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
+	rotav1 "github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
 	"github.com/rota-dev/rota/pkg/gpupool"
 )
 
@@ -23,7 +25,8 @@ const DefaultPeriod = time.Minute
 // reads the driver's ResourceSlices, the allocated ResourceClaims and the
 // reservations' DeviceTaintRules (cluster-scoped, written only by the
 // reservation controller: a tenant cannot make a GPU look reserved) from
-// the binary's informers.
+// the binary's informers, and each reservation's phase from its status
+// (written only by the controller: the status subresource).
 type Runner struct {
 	meter  *Meter
 	clock  clock.WithTicker
@@ -32,12 +35,15 @@ type Runner struct {
 	slices resourcelisters.ResourceSliceLister
 	claims resourcelisters.ResourceClaimLister
 	rules  resourcelisters.DeviceTaintRuleLister
-	synced []cache.InformerSynced
+	// reservations lists GPUReservations; nil charges every reservation.
+	reservations cache.GenericLister
+	synced       []cache.InformerSynced
 }
 
-// NewRunner takes its informers from factory (which the caller starts).
-// period <= 0 means DefaultPeriod.
-func NewRunner(meter *Meter, clk clock.WithTicker, period time.Duration, factory informers.SharedInformerFactory) *Runner {
+// NewRunner takes its informers from factory and reservations, the
+// GPUReservations' informer (rotav1.GPUReservationsResource), which the
+// caller starts. period <= 0 means DefaultPeriod.
+func NewRunner(meter *Meter, clk clock.WithTicker, period time.Duration, factory informers.SharedInformerFactory, reservations informers.GenericInformer) *Runner {
 	if period <= 0 {
 		period = DefaultPeriod
 	}
@@ -45,8 +51,28 @@ func NewRunner(meter *Meter, clk clock.WithTicker, period time.Duration, factory
 	return &Runner{
 		meter: meter, clock: clk, period: period, driver: gpuv1.DriverName,
 		slices: r.ResourceSlices().Lister(), claims: r.ResourceClaims().Lister(), rules: r.DeviceTaintRules().Lister(),
-		synced: []cache.InformerSynced{r.ResourceSlices().Informer().HasSynced, r.ResourceClaims().Informer().HasSynced, r.DeviceTaintRules().Informer().HasSynced},
+		reservations: reservations.Lister(),
+		synced: []cache.InformerSynced{r.ResourceSlices().Informer().HasSynced, r.ResourceClaims().Informer().HasSynced,
+			r.DeviceTaintRules().Informer().HasSynced, reservations.Informer().HasSynced},
 	}
+}
+
+// phase is the phase of reservation namespace/name as its status says;
+// "" when it is not found.
+func (r *Runner) phase(namespace, name string) rotav1.ReservationPhase {
+	if r.reservations == nil {
+		return ""
+	}
+	o, err := r.reservations.ByNamespace(namespace).Get(name)
+	if err != nil {
+		return ""
+	}
+	u, ok := o.(*unstructured.Unstructured)
+	if !ok {
+		return ""
+	}
+	p, _, _ := unstructured.NestedString(u.Object, "status", "phase")
+	return rotav1.ReservationPhase(p)
 }
 
 // Run observes until ctx ends; workers is ignored (one loop).
@@ -105,8 +131,8 @@ func (r *Runner) Holdings() (map[Key]Holding, error) {
 	gpus := make([]GPU, 0, len(pool.ByID))
 	for _, d := range pool.Devices() {
 		g := GPU{Model: d.Model()}
-		if ns, _, ok := gpuv1.ParseReservedTaintValue(reserved[d.ID]); ok {
-			g.ReservedBy = ns
+		if ns, name, ok := gpuv1.ParseReservedTaintValue(reserved[d.ID]); ok {
+			g.ReservedBy, g.ReservationPhase = ns, r.phase(ns, name)
 		}
 		for _, a := range d.Allocations {
 			g.Tenants = append(g.Tenants, a.Claim.Namespace)

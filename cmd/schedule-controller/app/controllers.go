@@ -116,7 +116,7 @@ func newUsageMeter(d deps) (runnable, error) {
 			return nil, err
 		}
 	}
-	return usage.NewRunner(meter, d.Clock, usage.DefaultPeriod, d.Factory), nil
+	return usage.NewRunner(meter, d.Clock, usage.DefaultPeriod, d.Factory, d.DynFactory.ForResource(rotav1.GPUReservationsResource)), nil
 }
 
 func newDeployScheduleController(d deps) (runnable, error) {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
 	"k8s.io/component-base/metrics"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -58,11 +59,14 @@ func TestUsageAccounting(t *testing.T) {
 		t.Fatal(err)
 	}
 	factory := informers.NewSharedInformerFactory(cp.Client, 0)
-	runner := usage.NewRunner(meter, clk, time.Minute, factory)
+	dynFactory := dynamicinformer.NewDynamicSharedInformerFactory(cp.Dynamic, 0)
+	runner := usage.NewRunner(meter, clk, time.Minute, factory, dynFactory.ForResource(rotav1.GPUReservationsResource))
 	stop := make(chan struct{})
-	t.Cleanup(func() { close(stop); factory.Shutdown() })
+	t.Cleanup(func() { close(stop); factory.Shutdown(); dynFactory.Shutdown() })
 	factory.Start(stop)
+	dynFactory.Start(stop)
 	factory.WaitForCacheSync(stop)
+	dynFactory.WaitForCacheSync(stop)
 	a, b := usage.Key{Namespace: tenant, Model: "H200"}, usage.Key{Namespace: outsiders, Model: "H200"}
 	want := map[usage.Key]usage.Holding{a: {Reserved: 1, Charged: 2}, b: {Charged: 1}}
 	framework.WaitFor(t, "the meter's informers to see every allocation", func(context.Context) (bool, string, error) {
@@ -99,6 +103,46 @@ func TestUsageAccounting(t *testing.T) {
 	if diff := cmp.Diff(wantTenants, poolreport.Tenants(rows)); diff != "" {
 		t.Errorf("kubectl rota pool tenants (-want +got):\n%s", diff)
 	}
+
+	// The held GPU turns unhealthy: the reservation is Degraded and is no
+	// longer charged for it. Its members still run on it (the taint is
+	// NoSchedule), so team-a is charged that GPU as any other it uses.
+	cp.SetDeviceTaints(t, node, res.Status.Devices[0].Device, framework.UnhealthyTaint)
+	waitForReservation(t, cp, tenant, "serving", "Degraded", func(r *rotav1.GPUReservation) bool {
+		return r.Status.Phase == rotav1.ReservationDegraded
+	})
+	degraded := map[usage.Key]usage.Holding{a: {Charged: 2}, b: {Charged: 1}}
+	framework.WaitFor(t, "the meter to see the reservation Degraded", func(context.Context) (bool, string, error) {
+		h, err := runner.Holdings()
+		return cmp.Equal(degraded, h), cmp.Diff(degraded, h), err
+	})
+	if err := runner.ObserveNow(); err != nil {
+		t.Fatal(err)
+	}
+	clk.Step(30 * time.Minute)
+	if err := runner.ObserveNow(); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		metric string
+		want   float64
+	}{
+		{"rota_usage_reservation_gpu_hours_total", 1.5}, // not a minute more while Degraded
+		{"rota_usage_gpu_hours_total", 4},               // 3, plus 2 GPUs its pods use for half an hour
+	} {
+		if got := counterValue(t, registry, c.metric, tenant, "H200"); got != c.want {
+			t.Errorf("Degraded: %s{namespace=%s,model=H200} = %v, want %v", c.metric, tenant, got, c.want)
+		}
+	}
+	framework.WaitFor(t, "kubectl rota pool to charge the Degraded reservation nothing", func(ctx context.Context) (bool, string, error) {
+		rows, err := poolreport.List(ctx, cp.Client, cp.Dynamic, gpuv1.DriverName)
+		if err != nil {
+			return false, "", err
+		}
+		want := []poolreport.Tenant{{Key: a, Holding: degraded[a]}, {Key: b, Holding: degraded[b]}}
+		got := poolreport.Tenants(rows)
+		return cmp.Equal(want, got), cmp.Diff(want, got), nil
+	})
 }
 
 // counterValue reads a counter with namespace and model labels from
