@@ -1,9 +1,6 @@
 package integration
 
 import (
-	"fmt"
-	"net/http"
-	"strings"
 	"testing"
 
 	"github.com/rota-dev/rota/test/integration/framework"
@@ -21,28 +18,5 @@ func TestDriverMetricsSecure(t *testing.T) {
 		n.opts.MetricsAddress, n.opts.MetricsSecure = "127.0.0.1:0", true
 	})
 	prometheus, stranger := metricsReaders(t, cp)
-	get := func(bearer string) (int, string) { return getSecureMetrics(t, n.plugin.MetricsAddr, bearer) }
-	for _, c := range []struct {
-		who, token string
-		want       int
-	}{
-		{"anonymous", "", http.StatusUnauthorized},
-		{"a token the API server does not know", "not-a-token", http.StatusUnauthorized},
-		{"a ServiceAccount without get on /metrics", stranger, http.StatusForbidden},
-	} {
-		if code, body := get(c.token); code != c.want {
-			t.Errorf("%s: %d %q, want %d", c.who, code, body, c.want)
-		}
-	}
-	code, body := get(prometheus)
-	if code != http.StatusOK || !strings.Contains(body, `rota_driver_devices{health="Healthy"} 2`) {
-		t.Errorf("the prometheus ServiceAccount: %d, body %s", code, fmt.Sprintf("%.300q", body))
-	}
-	// Plain HTTP is not served on that port.
-	if resp, err := http.Get("http://" + n.plugin.MetricsAddr + "/metrics"); err == nil {
-		_ = resp.Body.Close()
-		if resp.StatusCode == http.StatusOK {
-			t.Errorf("plain HTTP /metrics answered 200")
-		}
-	}
+	checkSecureMetrics(t, n.plugin.MetricsAddr, prometheus, stranger, `rota_driver_devices{health="Healthy"} 2`, "rota_driver_devices")
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -82,4 +83,33 @@ func getSecureMetrics(t *testing.T, addr, bearer string) (int, string) {
 	defer func() { _ = resp.Body.Close() }()
 	body, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(body)
+}
+
+// checkSecureMetrics checks a --metrics-secure listener at addr: anonymous
+// callers and unknown tokens get 401, stranger 403, none of them sees
+// hidden; prometheus reads a body containing want; plain HTTP is not
+// answered with the metrics.
+func checkSecureMetrics(t *testing.T, addr, prometheus, stranger, want, hidden string) {
+	t.Helper()
+	for _, c := range []struct {
+		who, token string
+		want       int
+	}{
+		{"anonymous", "", http.StatusUnauthorized},
+		{"a token the API server does not know", "not-a-token", http.StatusUnauthorized},
+		{"a ServiceAccount without get on /metrics", stranger, http.StatusForbidden},
+	} {
+		if code, body := getSecureMetrics(t, addr, c.token); code != c.want || strings.Contains(body, hidden) {
+			t.Errorf("%s: %d %.200q, want %d and nothing of %q", c.who, code, body, c.want, hidden)
+		}
+	}
+	if code, body := getSecureMetrics(t, addr, prometheus); code != http.StatusOK || !strings.Contains(body, want) {
+		t.Errorf("the prometheus ServiceAccount: %d, body %.300q, want it to contain %q", code, body, want)
+	}
+	if resp, err := http.Get("http://" + addr + "/metrics"); err == nil {
+		_ = resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			t.Errorf("plain HTTP /metrics answered 200")
+		}
+	}
 }
