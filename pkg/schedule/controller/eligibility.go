@@ -50,6 +50,14 @@ func (e eligibility) check(ctx context.Context, namespace string, ref v1alpha1.W
 	if wl.Deleting {
 		return res.ineligible(IneligibleDeleting, fmt.Sprintf("%s %s is being deleted", wl.Kind, wl.Name)), nil
 	}
+	// Another controller sets this workload's scale (an operator, a rollout
+	// controller): it would undo every change, and Rota's release or start
+	// would never converge.
+	if c := wl.Controller; c != nil {
+		return res.ineligible(IneligibleManagedByController, fmt.Sprintf(
+			"%s %s is controlled by %s %s, which would undo the schedule's changes; schedule the %s instead, or remove its controller reference",
+			wl.Kind, wl.Name, c.Kind, c.Name, c.Kind)), nil
+	}
 	if interval.Replicas != 0 {
 		hpa, err := e.hpaFor(ctx, wl)
 		if err != nil {

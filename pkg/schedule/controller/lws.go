@@ -106,7 +106,7 @@ func fromLeaderWorkerSet(u *unstructured.Unstructured) (*workload, error) {
 		Replicas:       ptr.Deref(l.Spec.Replicas, 1),
 		StatusReplicas: l.Status.Replicas, ReadyReplicas: l.Status.ReadyReplicas, UpdatedReplicas: l.Status.UpdatedReplicas,
 		Selector: labels.SelectorFromSet(podLabels), InjectedLabels: podLabels, Templates: templates,
-		Annotations: l.Annotations, Deleting: l.DeletionTimestamp != nil, lws: u,
+		Annotations: l.Annotations, Deleting: l.DeletionTimestamp != nil, Controller: metav1.GetControllerOf(u), lws: u,
 	}, nil
 }
 

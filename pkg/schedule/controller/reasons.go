@@ -41,6 +41,7 @@ const (
 	IneligibleUnsupportedScaleForMode = "UnsupportedScaleForMode"
 	IneligibleInvalidConfig           = "InvalidConfig"
 	IneligibleReservation             = "ReservationNotReady"
+	IneligibleManagedByController     = "ManagedByController"
 )
 
 // fixes is the human fix text for each terminal reason.

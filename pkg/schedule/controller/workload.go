@@ -40,6 +40,9 @@ type workload struct {
 	InjectedLabels map[string]string
 	Annotations    map[string]string
 	Deleting       bool
+	// Controller is the workload's controller reference, if another
+	// object controls it.
+	Controller *metav1.OwnerReference
 
 	deployment  *appsv1.Deployment
 	statefulSet *appsv1.StatefulSet
@@ -141,7 +144,7 @@ func fromDeployment(d *appsv1.Deployment) (*workload, error) {
 		Replicas:       ptr.Deref(d.Spec.Replicas, 1),
 		StatusReplicas: d.Status.Replicas, ReadyReplicas: d.Status.ReadyReplicas, UpdatedReplicas: d.Status.UpdatedReplicas,
 		Selector: sel, Templates: []podTemplate{{Path: "spec.template", Template: &d.Spec.Template, Pods: 1}},
-		Annotations: d.Annotations, Deleting: d.DeletionTimestamp != nil, deployment: d,
+		Annotations: d.Annotations, Deleting: d.DeletionTimestamp != nil, Controller: metav1.GetControllerOf(d), deployment: d,
 	}, nil
 }
 
@@ -156,7 +159,7 @@ func fromStatefulSet(s *appsv1.StatefulSet) (*workload, error) {
 		Replicas:       ptr.Deref(s.Spec.Replicas, 1),
 		StatusReplicas: s.Status.Replicas, ReadyReplicas: s.Status.ReadyReplicas, UpdatedReplicas: s.Status.UpdatedReplicas,
 		Selector: sel, Templates: []podTemplate{{Path: "spec.template", Template: &s.Spec.Template, Pods: 1}},
-		Annotations: s.Annotations, Deleting: s.DeletionTimestamp != nil, statefulSet: s,
+		Annotations: s.Annotations, Deleting: s.DeletionTimestamp != nil, Controller: metav1.GetControllerOf(s), statefulSet: s,
 	}, nil
 }
 

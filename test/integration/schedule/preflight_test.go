@@ -120,3 +120,38 @@ func TestIneligibleHPATarget(t *testing.T) {
 		t.Errorf("llama70b after a minute: %s", describe(st))
 	}
 }
+
+// Another object controls md-llama70b (an operator's resource; here a
+// ConfigMap stands in for it): at 08:00 the target is
+// Ineligible{ManagedByController}, naming the controller, and nothing is
+// released or started, since that controller would undo the scale.
+func TestIneligibleControlledTarget(t *testing.T) {
+	e, obs := nightWorkloads(t, at(19, 7, 0), nightOptions{})
+	e.createScheduleObject(weekSchedule(t))
+	e.startController(nil)
+	e.convergedSince(weekName, at(19, 7, 0), 50)
+
+	owner, err := e.cp.Client.CoreV1().ConfigMaps(ns).Create(e.ctx, &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "llama-operator"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := e.deployment("md-llama70b")
+	d.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID, Controller: ptr.To(true)}}
+	if _, err := e.cp.Client.AppsV1().Deployments(ns).Update(e.ctx, d, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	e.clock.SetTime(at(19, 8, 0))
+	llama := e.waitReason(weekName, "llama70b", v1alpha1.TargetPhaseFailed, controller.ReasonIneligible, 50)
+	expectTerminal(t, llama, v1alpha1.TargetPhaseFailed, controller.ReasonIneligible,
+		"Ineligible{ManagedByController}: Deployment md-llama70b is controlled by ConfigMap llama-operator",
+		"schedule the ConfigMap instead, or remove its controller reference")
+	qwen := e.targetStatus(weekName, "qwen32b")
+	expectTerminal(t, qwen, v1alpha1.TargetPhaseFailed, controller.ReasonTransitionAborted,
+		"nothing was released: target llama70b failed its preflight (Ineligible)")
+	e.tick(12)
+	e.expectUntouched(obs, "md-qwen32b", "md-bge-embed")
+	if r := e.replicas("md-llama70b"); r != 0 {
+		t.Errorf("llama70b started although another controller owns it: replicas %d", r)
+	}
+}
