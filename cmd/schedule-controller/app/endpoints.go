@@ -74,7 +74,7 @@ func ServeEndpoints(ctx context.Context, o EndpointOptions, reg metrics.KubeRegi
 			return nil, fmt.Errorf("metrics: %w", err)
 		}
 		e.Metrics, e.stops = addr, append(e.stops, stop)
-		if !o.MetricsSecure && !loopback(addr) {
+		if !o.MetricsSecure && !secureserving.Loopback(addr) {
 			klog.FromContext(ctx).Info("Serving /metrics, which names tenants' namespaces and schedules, without authentication beyond this host; restrict who can reach it (a NetworkPolicy) or use --metrics-secure", "address", addr)
 		}
 	}
@@ -98,14 +98,4 @@ func serve(ctx context.Context, addr string, h http.Handler, tlsConfig *tls.Conf
 		defer cancel()
 		_ = srv.Shutdown(shutdownCtx)
 	}, nil
-}
-
-// loopback reports whether addr (host:port) listens on a loopback address.
-func loopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }

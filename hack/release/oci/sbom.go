@@ -15,6 +15,7 @@ import (
 	"time"
 
 	cdx "github.com/CycloneDX/cyclonedx-go"
+	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 )
 
@@ -48,6 +49,10 @@ func dpkgOwner(path string) (string, string, bool) {
 // it (name and version) or, for a file no package owns, the file with its
 // SHA-256.
 func SBOM(s Spec, m Meta, h Host, base *Tree, img v1.Image, ref string) (*cdx.BOM, error) {
+	tag, err := name.NewTag(ref)
+	if err != nil {
+		return nil, fmt.Errorf("image name %q: %w", ref, err)
+	}
 	digest, err := img.Digest()
 	if err != nil {
 		return nil, err
@@ -71,7 +76,7 @@ func SBOM(s Spec, m Meta, h Host, base *Tree, img v1.Image, ref string) (*cdx.BO
 			BOMRef: ref + "@" + digest.String(), Type: cdx.ComponentTypeContainer,
 			Name: ref, Version: m.Version, Description: s.Description,
 			Hashes:     &[]cdx.Hash{{Algorithm: cdx.HashAlgoSHA256, Value: digest.Hex}},
-			PackageURL: ociPURL(ref, digest),
+			PackageURL: ociPURL(tag.Context(), digest),
 		},
 	}
 	sum := sha256.Sum256(bin)
@@ -131,14 +136,9 @@ func SBOM(s Spec, m Meta, h Host, base *Tree, img v1.Image, ref string) (*cdx.BO
 	return bom, nil
 }
 
-// ociPURL is the package URL of the image ref (repository:tag) with
-// digest: pkg:oci/<name>@sha256%3A<hex>?repository_url=<repository>.
-func ociPURL(ref string, digest v1.Hash) string {
-	repo, _, _ := strings.Cut(ref, ":")
-	if i := strings.LastIndex(ref, ":"); i > strings.LastIndex(ref, "/") {
-		repo = ref[:i]
-	}
-	return fmt.Sprintf("pkg:oci/%s@%s%%3A%s?repository_url=%s", path.Base(repo), digest.Algorithm, digest.Hex, repo)
+// ociPURL is the package URL of the image of repo with digest: pkg:oci/<name>@sha256%3A<hex>?repository_url=<repository>.
+func ociPURL(repo name.Repository, digest v1.Hash) string {
+	return fmt.Sprintf("pkg:oci/%s@%s%%3A%s?repository_url=%s", path.Base(repo.RepositoryStr()), digest.Algorithm, digest.Hex, repo.Name())
 }
 
 // uuidFrom shapes the first 32 hex digits of a digest as a UUID, so that

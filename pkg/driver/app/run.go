@@ -292,7 +292,7 @@ func (p *Plugin) serveMetrics(ctx context.Context, o *Options) error {
 	if p.MetricsAddr, err = p.serve(ctx, o.MetricsAddress, h, tlsConfig); err != nil {
 		return err
 	}
-	if !o.MetricsSecure && !loopback(p.MetricsAddr) {
+	if !o.MetricsSecure && !secureserving.Loopback(p.MetricsAddr) {
 		klog.FromContext(ctx).Info("Serving /metrics without authentication beyond this host; restrict who can reach it (a NetworkPolicy) or use --metrics-secure", "address", p.MetricsAddr)
 	}
 	return nil
@@ -319,15 +319,4 @@ func (p *Plugin) serve(ctx context.Context, addr string, h http.Handler, tlsConf
 		_ = srv.Close()
 	})
 	return ln.Addr().String(), nil
-}
-
-// loopback reports whether addr (host:port) listens on a loopback address
-// only.
-func loopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	ip := net.ParseIP(host)
-	return host == "localhost" || (ip != nil && ip.IsLoopback())
 }

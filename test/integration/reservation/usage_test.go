@@ -73,13 +73,7 @@ func TestUsageAccounting(t *testing.T) {
 		h, err := runner.Holdings()
 		return cmp.Equal(want, h), cmp.Diff(want, h), err
 	})
-	if err := runner.ObserveNow(); err != nil {
-		t.Fatal(err)
-	}
-	clk.Step(90 * time.Minute)
-	if err := runner.ObserveNow(); err != nil {
-		t.Fatal(err)
-	}
+	meterFor(t, runner, clk, 90*time.Minute)
 	for _, c := range []struct {
 		metric, namespace string
 		want              float64
@@ -116,13 +110,7 @@ func TestUsageAccounting(t *testing.T) {
 		h, err := runner.Holdings()
 		return cmp.Equal(degraded, h), cmp.Diff(degraded, h), err
 	})
-	if err := runner.ObserveNow(); err != nil {
-		t.Fatal(err)
-	}
-	clk.Step(30 * time.Minute)
-	if err := runner.ObserveNow(); err != nil {
-		t.Fatal(err)
-	}
+	meterFor(t, runner, clk, 30*time.Minute)
 	for _, c := range []struct {
 		metric string
 		want   float64
@@ -143,6 +131,19 @@ func TestUsageAccounting(t *testing.T) {
 		got := poolreport.Tenants(rows)
 		return cmp.Equal(want, got), cmp.Diff(want, got), nil
 	})
+}
+
+// meterFor has the runner charge what it sees now for d of clk's time: an
+// observation, d later another.
+func meterFor(t *testing.T, runner *usage.Runner, clk *clocktesting.FakeClock, d time.Duration) {
+	t.Helper()
+	if err := runner.ObserveNow(); err != nil {
+		t.Fatal(err)
+	}
+	clk.Step(d)
+	if err := runner.ObserveNow(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // counterValue reads a counter with namespace and model labels from

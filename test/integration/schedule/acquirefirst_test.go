@@ -23,13 +23,7 @@ func acquireFirstWeek(t *testing.T) *v1alpha1.DeploySchedule {
 // never serves neither; with ReleaseFirst (TestWeekSwap) it is the other
 // way round.
 func TestAcquireFirstStartsBeforeItStops(t *testing.T) {
-	e := newEnv(t, at(19, 7, 0), map[string]int{"gpu-node-0": 16})
-	obs := startObserver(t, e.cp.Client, ns)
-	e.gpuDeployment("md-llama70b", 0, 8)
-	e.gpuDeployment("md-qwen32b", 1, 6)
-	e.gpuDeployment("md-bge-embed", 1, 2)
-	e.waitReady("md-qwen32b", 1)
-	e.waitReady("md-bge-embed", 1)
+	e, obs := nightWorkloads(t, at(19, 7, 0), nightOptions{gpus: 16})
 	e.createScheduleObject(acquireFirstWeek(t))
 	e.startController(nil)
 	e.convergedSince(weekName, at(19, 7, 0), 50)

@@ -30,6 +30,8 @@ type nightOptions struct {
 	cp *framework.ControlPlane
 	// llama and qwen change md-llama70b / md-qwen32b before they are created.
 	llama, qwen func(*appsv1.Deployment)
+	// gpus is the node's GPUs; 0 means the scenario's 10.
+	gpus int
 }
 
 // nightWorkloads is the week-swap scenario's pool on Monday before 08:00, without a schedule:
@@ -38,6 +40,9 @@ type nightOptions struct {
 func nightWorkloads(t *testing.T, start time.Time, o nightOptions) (*env, *observer) {
 	t.Helper()
 	nodes := map[string]int{"gpu-node-0": 10}
+	if o.gpus != 0 {
+		nodes["gpu-node-0"] = o.gpus
+	}
 	var e *env
 	if o.cp != nil {
 		e = newEnvOn(t, o.cp, start, nodes)
