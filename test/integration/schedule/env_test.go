@@ -138,7 +138,7 @@ func (e *env) startControllerAs(client kubernetes.Interface, dyn dynamic.Interfa
 	e.t.Helper()
 	logger := ktesting.NewLogger(e.t, ktesting.NewConfig(ktesting.Verbosity(2)))
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logger))
-	recorder, stopEvents, err := events.NewRecorder(ctx, client, "schedule-controller")
+	recorder, stopEvents, err := events.NewRecorder(ctx, client, events.ControllerComponent)
 	if err != nil {
 		cancel()
 		e.t.Fatal(err)

@@ -19,8 +19,8 @@ func TestManifestsAreAccepted(t *testing.T) {
 		}
 		created++
 	}
-	if created != 10 {
-		t.Errorf("created %d objects, want 10 (ServiceAccount, ClusterRole(+Binding), the system:auth-delegator binding, Role(+Binding), "+
-			"ConfigMap, Deployment, ValidatingAdmissionPolicy rota-schedule-controller-writes (+Binding))", created)
+	if created != 12 {
+		t.Errorf("created %d objects, want 12 (ServiceAccount, ClusterRole(+Binding), the system:auth-delegator binding, Role(+Binding), "+
+			"ConfigMap, Deployment, ValidatingAdmissionPolicies rota-schedule-controller-writes and -events (+Bindings))", created)
 	}
 }

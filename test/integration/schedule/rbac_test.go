@@ -78,6 +78,7 @@ func TestLeastPrivilegeRBAC(t *testing.T) {
 	e, obs := nightWorkloads(t, at(19, 7, 0), nightOptions{cp: cp})
 	applyManifestFile(t, cp, "manifests/schedule-controller/rbac.yaml")
 	applyManifestFile(t, cp, "manifests/schedule-controller/writes-policy.yaml")
+	applyManifestFile(t, cp, "manifests/schedule-controller/events-policy.yaml")
 	// The authorizer learns of new roles and bindings through its informers.
 	framework.WaitFor(t, "the shipped RBAC to take effect", func(context.Context) (bool, string, error) {
 		return allowedFor(t, cp, access{"watch", "", "configmaps", gateNS, controller.DefaultGateName}), "not yet allowed", nil

@@ -165,6 +165,7 @@ func TestScheduleControllerWritesOnlyTransitions(t *testing.T) {
 		policy, "only ResourceClaimTemplates pinned to a reservation")
 	l.hostile(t, "controller token creates a claim template in kube-system", createPinned(ctrl, "kube-system", "gpu-pin-0123456789", "gpu"),
 		policy, "in namespace kube-system")
+
 }
 
 // gpuDeployment is a Deployment of one pod with one claim from template "gpu".
