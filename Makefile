@@ -131,16 +131,29 @@ bin/e2e-workload: FORCE
 # Container images (hack/release, go-containerregistry; no Docker): one per
 # binary that runs in the cluster, tagged $(VERSION), written to
 # bin/images/<name>/ (OCI layout) and bin/images/<name>.tar (docker-archive).
-# hack/release's TestImages (in make test) builds, loads and runs them.
+# Their base layer is the Debian packages of hack/release/base-packages.lock,
+# downloaded with apt-get download into $(DEB_CACHE) and checked against the
+# lock's sha256. hack/release's TestImages (in make test) builds, loads and
+# runs them.
 IMAGE_REGISTRY ?= ghcr.io/rota-dev
 IMAGES_DIR ?= $(CURDIR)/bin/images
+DEB_CACHE ?= $(CURDIR)/bin/debs
 # The SPDX licence expression of the image label; the repository has no
 # LICENSE file yet.
 IMAGE_LICENSES ?= NOASSERTION
 .PHONY: images
 images: bin/scheduler bin/schedule-controller bin/dra-kubelet-plugin ## One OCI image per cluster binary in bin/images (VERSION, IMAGE_REGISTRY).
 	$(GO) run ./hack/release images --bin-dir bin --out $(IMAGES_DIR) --registry $(IMAGE_REGISTRY) \
-		--version $(VERSION) --revision $(GIT_COMMIT) --created $(BUILD_DATE) --licenses '$(IMAGE_LICENSES)'
+		--version $(VERSION) --revision $(GIT_COMMIT) --created $(BUILD_DATE) --licenses '$(IMAGE_LICENSES)' \
+		--lock hack/release/base-packages.lock --deb-cache $(DEB_CACHE)
+
+# Re-pin the base layers' Debian packages at apt's candidate versions (after
+# apt-get update), or at the ones named: make base-lock
+# BASE_PACKAGES='libc6:amd64=2.36-9+deb12u14 ca-certificates=20230311+deb12u1'.
+BASE_PACKAGES ?=
+.PHONY: base-lock
+base-lock: ## Pin the images' base Debian packages (hack/release/base-packages.lock) at apt's candidates, or BASE_PACKAGES.
+	$(GO) run ./hack/release lock --lock hack/release/base-packages.lock --deb-cache $(DEB_CACHE) $(BASE_PACKAGES)
 
 .PHONY: push
 push: ## Push the images of `make images` to REGISTRY: make images push REGISTRY=registry.example.com/rota

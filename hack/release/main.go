@@ -3,10 +3,20 @@
 //	release images    --bin-dir DIR --out DIR --version V ...   one OCI image per binary (make images)
 //	release push      --dir DIR --registry REG                  push them (make push)
 //	release manifests --version V --registry REG --out FILE     the install as one YAML file (make release-manifests)
+//	release lock      [NAME[:ARCH][=VERSION] ...]               pin the base layers' Debian packages (make base-lock)
 //
 // Images are written as an OCI layout (DIR/<name>/) and a docker-archive
 // tarball (DIR/<name>.tar). hack/release/oci assembles them; docs/install.md
 // says how to install what this writes.
+//
+// The images' base layer is made of Debian packages pinned in
+// base-packages.lock (libc6 for the cgo binaries, ca-certificates for the
+// CA bundle of all three): `release images` downloads exactly those .debs
+// with apt-get into a cache (bin/debs), checks each one's SHA-256 against
+// the lock and takes the files from the packages, not from the build
+// machine's /lib or /etc, so that the same commit and the same lock give the
+// same images on any machine. `release lock` moves the pins to apt's
+// candidate versions (or to the versions named).
 package main
 
 import (
@@ -17,6 +27,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -34,7 +46,7 @@ func main() {
 
 func run(ctx context.Context, args []string, out io.Writer) error {
 	if len(args) == 0 {
-		return errors.New("usage: release images|push|manifests [flags]")
+		return errors.New("usage: release images|push|manifests|lock [flags]")
 	}
 	switch args[0] {
 	case "images":
@@ -43,8 +55,10 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return runPush(ctx, args[1:], out)
 	case "manifests":
 		return runManifests(args[1:], out)
+	case "lock":
+		return runLock(args[1:], out)
 	default:
-		return fmt.Errorf("unknown command %q: use images, push or manifests", args[0])
+		return fmt.Errorf("unknown command %q: use images, push, manifests or lock", args[0])
 	}
 }
 
@@ -79,6 +93,8 @@ func runImages(args []string, out io.Writer) error {
 	source := fs.String("source", "https://github.com/rota-dev/rota", "label org.opencontainers.image.source")
 	licenses := fs.String("licenses", "NOASSERTION", "SPDX expression for label org.opencontainers.image.licenses")
 	created := fs.String("created", "", "RFC 3339 build time (label org.opencontainers.image.created; file times); now when empty")
+	lock := fs.String("lock", oci.LockFile, "the base layers' pinned Debian packages")
+	debCache := fs.String("deb-cache", "bin/debs", "where the pinned .debs are downloaded to and reused from")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -96,12 +112,18 @@ func runImages(args []string, out io.Writer) error {
 	if err := os.MkdirAll(*outDir, 0o755); err != nil {
 		return err
 	}
+	// The binaries are built for this machine's architecture; so is the
+	// C library that runs them.
+	base, err := oci.LoadBase(*lock, *debCache, runtime.GOARCH)
+	if err != nil {
+		return fmt.Errorf("base layer: %w", err)
+	}
 	for _, s := range specs(*binDir) {
 		ref, err := name.NewTag(fmt.Sprintf("%s/%s:%s", *registry, s.Name, *version), name.StrictValidation)
 		if err != nil {
 			return fmt.Errorf("--registry: %w", err)
 		}
-		img, bom, err := oci.Build(s, meta, oci.BuildMachine(), ref.Name())
+		img, bom, err := oci.Build(s, meta, base, ref.Name())
 		if err != nil {
 			return fmt.Errorf("image %s: %w", s.Name, err)
 		}
@@ -200,4 +222,64 @@ func runManifests(args []string, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "%s: Rota %s, images from %s pinned by digest; SBOMs <image>.cdx.json beside it\n", *file, *version, *registry)
 	return nil
+}
+
+// runLock rewrites the lock: each package named (NAME[:ARCH][=VERSION]) or,
+// with none, each the lock pins now, at the version named or else apt's
+// candidate, with the SHA-256 of the .deb apt downloads. The distro is the
+// build machine's, whose apt sources serve the packages.
+func runLock(args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("lock", flag.ContinueOnError)
+	lock := fs.String("lock", oci.LockFile, "the lock file to rewrite")
+	debCache := fs.String("deb-cache", "bin/debs", "where the .debs are downloaded to")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	pkgs := fs.Args()
+	if len(pkgs) == 0 {
+		pins, err := oci.ReadLock(*lock)
+		if err != nil {
+			return fmt.Errorf("%w; or name the packages: release lock libc6:%s ca-certificates", err, oci.DebianArch(runtime.GOARCH))
+		}
+		for _, p := range pins {
+			pkgs = append(pkgs, p.Name+":"+p.Arch)
+		}
+	}
+	distro, err := hostDistro("/etc/os-release")
+	if err != nil {
+		return err
+	}
+	var pins []oci.Pin
+	for _, spec := range pkgs {
+		p, err := oci.Resolve(spec, distro, *debCache)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "%s %s %s sha256:%s\n", p.Name, p.Version, p.Arch, p.SHA256)
+		pins = append(pins, p)
+	}
+	b, err := oci.FormatLock(pins)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(*lock, b, 0o644)
+}
+
+// hostDistro is ID-VERSION_ID of os-release (debian-12): the release apt's
+// packages come from, for their package URLs.
+func hostDistro(osRelease string) (string, error) {
+	b, err := os.ReadFile(osRelease)
+	if err != nil {
+		return "", fmt.Errorf("the distro of the packages: %w", err)
+	}
+	fields := map[string]string{}
+	for line := range strings.Lines(string(b)) {
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), "="); ok {
+			fields[k] = strings.Trim(v, `"`)
+		}
+	}
+	if fields["ID"] == "" || fields["VERSION_ID"] == "" {
+		return "", fmt.Errorf("%s names no ID and VERSION_ID", osRelease)
+	}
+	return fields["ID"] + "-" + fields["VERSION_ID"], nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -35,6 +36,11 @@ func (c *e2eCluster) importImages(ctx context.Context) error {
 		return err
 	}
 	meta := oci.Meta{Version: "e2e", Created: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	// The base packages make images pinned and downloaded.
+	base, err := oci.LoadBase(filepath.Join("..", "..", oci.LockFile), filepath.Join(c.binDir, "debs"), runtime.GOARCH)
+	if err != nil {
+		return err
+	}
 	for _, img := range []struct {
 		spec oci.Spec
 		ref  string
@@ -42,7 +48,7 @@ func (c *e2eCluster) importImages(ctx context.Context) error {
 		{oci.Spec{Name: "pause", Description: "pod sandbox", Binary: bin, Root: true}, node.PauseImage},
 		{oci.Spec{Name: "workload", Description: "prints what a GPU container is given", Binary: bin}, workloadImage},
 	} {
-		built, _, err := oci.Build(img.spec, meta, oci.BuildMachine(), img.ref)
+		built, _, err := oci.Build(img.spec, meta, base, img.ref)
 		if err != nil {
 			return fmt.Errorf("image %s: %w", img.ref, err)
 		}

@@ -1,13 +1,9 @@
 package oci
 
 import (
-	"debug/elf"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
-	"path"
-	"path/filepath"
 	"runtime"
 	"time"
 
@@ -44,12 +40,13 @@ type Spec struct {
 	Binary string
 	// Root runs the entrypoint as root (uid 0); otherwise as NonRoot.
 	Root bool
-	// Glibc says the binary is linked against the C library, which is then
-	// copied from the build machine with the libraries ldd names and the
-	// ones in GlibcExtra. Without it the binary must be static.
+	// Glibc says the binary is linked against the C library: the image then
+	// has the pinned libc6's loader, the libraries the binary names
+	// (DT_NEEDED) and the ones in GlibcExtra. Without it the binary must be
+	// static.
 	Glibc bool
-	// GlibcExtra are further libraries of the C library's directory to
-	// ship, for programs mounted in at run time (nvidia-smi).
+	// GlibcExtra are further libraries of libc6 to ship, by base name, for
+	// programs mounted in at run time (nvidia-smi).
 	GlibcExtra []string
 }
 
@@ -59,135 +56,16 @@ type Meta struct {
 	Created                             time.Time
 }
 
-// Host is the build machine the base layer is taken from.
-type Host struct {
-	// Root is its "/" (a directory in tests).
-	Root string
-	// Ldd lists a binary's shared objects as ldd prints them.
-	Ldd func(binary string) ([]byte, error)
-	// Package names the Debian package of a file, for the SBOM; nil
-	// records every file by its hash.
-	Package DebianPackage
-}
-
-// BuildMachine is the machine this runs on.
-func BuildMachine() Host {
-	return Host{Root: "/", Ldd: func(binary string) ([]byte, error) {
-		out, err := exec.Command("ldd", binary).CombinedOutput()
-		if err != nil {
-			return nil, fmt.Errorf("ldd %s: %w: %s", binary, err, out)
-		}
-		return out, nil
-	}, Package: dpkgOwner}
-}
-
-const (
-	passwd = "root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n"
-	group  = "root:x:0:\nnonroot:x:65532:\n"
-	// caBundle is where Debian, Ubuntu and Alpine keep the CA bundle, and
-	// the first place Go's crypto/x509 looks on Linux.
-	caBundle = "/etc/ssl/certs/ca-certificates.crt"
-	// glibcCopyright is the C library's licence text on Debian.
-	glibcCopyright = "/usr/share/doc/libc6/copyright"
-)
-
-// BaseLayer is what every image has besides its binary: /etc/passwd and
-// /etc/group with root and nonroot, their home directories, /tmp, the
-// build machine's CA bundle when it has one and, for a glibc binary, the
-// C library.
-func BaseLayer(s Spec, h Host) (*Tree, error) {
-	t := NewTree()
-	for _, err := range []error{
-		t.File("/etc/passwd", 0o644, []byte(passwd)),
-		t.File("/etc/group", 0o644, []byte(group)),
-		t.Dir("/root", 0o700, 0, 0),
-		t.Dir("/home/nonroot", 0o700, NonRoot, NonRoot),
-		t.Dir("/tmp", 0o1777, 0, 0),
-	} {
-		if err != nil {
-			return nil, err
-		}
-	}
-	if _, err := os.Stat(filepath.Join(h.Root, caBundle)); err == nil {
-		if err := t.CopyHostPath(h.Root, caBundle); err != nil {
-			return nil, err
-		}
-	}
-	if !s.Glibc {
-		return t, nil
-	}
-	out, err := h.Ldd(s.Binary)
-	if err != nil {
-		return nil, err
-	}
-	libs, err := ParseLdd(out)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", s.Binary, err)
-	}
-	libcDir := ""
-	for _, l := range libs {
-		if path.Base(l) == "libc.so.6" {
-			libcDir = path.Dir(l)
-		}
-		if err := t.CopyHostPath(h.Root, l); err != nil {
-			return nil, err
-		}
-	}
-	if libcDir == "" && len(s.GlibcExtra) > 0 {
-		return nil, fmt.Errorf("%s: ldd names no libc.so.6, so there is no directory to take %v from", s.Binary, s.GlibcExtra)
-	}
-	for _, l := range s.GlibcExtra {
-		if err := t.CopyHostPath(h.Root, path.Join(libcDir, l)); err != nil {
-			return nil, err
-		}
-	}
-	// The NVIDIA container toolkit adds a file under /etc/ld.so.conf.d and
-	// rebuilds the cache when it mounts the driver's libraries.
-	if err := t.File("/etc/ld.so.conf", 0o644, []byte("include /etc/ld.so.conf.d/*.conf\n")); err != nil {
-		return nil, err
-	}
-	if err := t.Dir("/etc/ld.so.conf.d", 0o755, 0, 0); err != nil {
-		return nil, err
-	}
-	if _, err := os.Stat(filepath.Join(h.Root, glibcCopyright)); err == nil {
-		if err := t.CopyHostPath(h.Root, glibcCopyright); err != nil {
-			return nil, err
-		}
-	}
-	return t, nil
-}
-
-// checkLinkage refuses a dynamically linked binary for an image without
-// the C library, where it would fail with a bare "no such file or
-// directory" at start.
-func checkLinkage(s Spec) error {
-	f, err := elf.Open(s.Binary)
-	if err != nil {
-		return fmt.Errorf("%s: %w", s.Binary, err)
-	}
-	defer func() { _ = f.Close() }()
-	dynamic := false
-	for _, p := range f.Progs {
-		dynamic = dynamic || p.Type == elf.PT_INTERP
-	}
-	if dynamic && !s.Glibc {
-		return fmt.Errorf("%s is dynamically linked: build it with CGO_ENABLED=0 for a static image", s.Binary)
-	}
-	if !dynamic && s.Glibc {
-		return fmt.Errorf("%s is static, but its image is meant to ship the C library", s.Binary)
-	}
-	return nil
-}
-
-// Build assembles the image of s, named ref, and its bill of materials.
-func Build(s Spec, m Meta, h Host, ref string) (v1.Image, *cdx.BOM, error) {
+// Build assembles the image of s, named ref, on base, and its bill of
+// materials.
+func Build(s Spec, m Meta, b Base, ref string) (v1.Image, *cdx.BOM, error) {
 	if s.Name == "" || s.Binary == "" {
 		return nil, nil, errors.New("an image needs a name and a binary")
 	}
 	if err := checkLinkage(s); err != nil {
 		return nil, nil, err
 	}
-	base, err := BaseLayer(s, h)
+	base, pins, err := BaseLayer(s, b)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -195,7 +73,7 @@ func Build(s Spec, m Meta, h Host, ref string) (v1.Image, *cdx.BOM, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	bom, err := SBOM(s, m, h, base, img, ref)
+	bom, err := SBOM(s, m, pins, img, ref)
 	if err != nil {
 		return nil, nil, err
 	}

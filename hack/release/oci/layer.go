@@ -1,6 +1,7 @@
 // Package oci assembles Rota's container images with go-containerregistry:
 // no Docker daemon and no base image to pull. An image is a base layer
-// (users, CA certificates and, for the driver, the C library) and an
+// (users, CA certificates and, for the cgo binaries, the C library, taken
+// from Debian packages pinned in base-packages.lock) and an
 // application layer (the binary), an OCI config with the entrypoint, the
 // user and the org.opencontainers.image labels, written as an OCI layout
 // and a docker-archive tarball, or pushed to a registry.
@@ -34,8 +35,6 @@ type entry struct {
 // directories are added on demand, owned by root, mode 0755.
 type Tree struct {
 	entries map[string]entry
-	// hostFiles are the paths CopyHostPath was asked for, in order.
-	hostFiles []string
 }
 
 // NewTree returns an empty layer.

@@ -6,9 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
-	"os/exec"
 	"path"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -19,36 +17,12 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 )
 
-// DebianPackage says which Debian package installed a file of the build
-// machine, and its version; ok is false for a file no package owns.
-type DebianPackage func(path string) (name, version string, ok bool)
-
-// dpkgOwner asks the build machine's dpkg which package owns path. A
-// machine without dpkg, or a file no package lists, gives ok false.
-func dpkgOwner(path string) (string, string, bool) {
-	out, err := exec.Command("dpkg-query", "-S", path).Output()
-	if err != nil {
-		return "", "", false
-	}
-	// "libc6:amd64: /lib/x86_64-linux-gnu/libc.so.6"
-	pkg, _, ok := strings.Cut(strings.TrimSpace(string(out)), ": ")
-	if !ok || strings.Contains(pkg, ",") {
-		return "", "", false
-	}
-	v, err := exec.Command("dpkg-query", "-W", "-f", "${Version}", pkg).Output()
-	if err != nil || len(v) == 0 {
-		return "", "", false
-	}
-	return pkg, string(v), true
-}
-
 // SBOM is the CycloneDX bill of materials of img, built from s: the image
 // itself (name, version, digest), its binary (with the Go toolchain and
-// every Go module its build information names) and each file the base
-// layer took from the build machine, as the Debian package that installed
-// it (name and version) or, for a file no package owns, the file with its
-// SHA-256.
-func SBOM(s Spec, m Meta, h Host, base *Tree, img v1.Image, ref string) (*cdx.BOM, error) {
+// every Go module its build information names) and each pinned Debian
+// package the base layer took files from (name, version, package URL and
+// the .deb's SHA-256).
+func SBOM(s Spec, m Meta, debs []Pin, img v1.Image, ref string) (*cdx.BOM, error) {
 	tag, err := name.NewTag(ref)
 	if err != nil {
 		return nil, fmt.Errorf("image name %q: %w", ref, err)
@@ -101,34 +75,11 @@ func SBOM(s Spec, m Meta, h Host, base *Tree, img v1.Image, ref string) (*cdx.BO
 			PackageURL: fmt.Sprintf("pkg:golang/%s@%s", d.Path, d.Version),
 		})
 	}
-	owner := h.Package
-	if owner == nil {
-		owner = func(string) (string, string, bool) { return "", "", false }
-	}
-	packages := map[string]bool{}
-	for _, f := range base.HostFiles() {
-		if name, version, ok := owner(f); ok {
-			if packages[name] {
-				continue
-			}
-			packages[name] = true
-			pkg, arch, _ := strings.Cut(name, ":")
-			purl := fmt.Sprintf("pkg:deb/debian/%s@%s", pkg, version)
-			if arch != "" {
-				purl += "?arch=" + arch
-			}
-			comps = append(comps, cdx.Component{Type: cdx.ComponentTypeLibrary, Name: pkg, Version: version, PackageURL: purl,
-				Properties: &[]cdx.Property{{Name: "rota:from-build-machine", Value: f}}})
-			continue
-		}
-		data, err := os.ReadFile(filepath.Join(h.Root, f))
-		if err != nil {
-			return nil, err
-		}
-		sum := sha256.Sum256(data)
-		comps = append(comps, cdx.Component{Type: cdx.ComponentTypeFile, Name: f,
-			Hashes:     &[]cdx.Hash{{Algorithm: cdx.HashAlgoSHA256, Value: hex.EncodeToString(sum[:])}},
-			Properties: &[]cdx.Property{{Name: "rota:from-build-machine", Value: f}}})
+	for _, p := range debs {
+		comps = append(comps, cdx.Component{
+			BOMRef: p.PURL(), Type: cdx.ComponentTypeLibrary, Name: p.Name, Version: p.Version, PackageURL: p.PURL(),
+			Hashes: &[]cdx.Hash{{Algorithm: cdx.HashAlgoSHA256, Value: p.SHA256}},
+		})
 	}
 	slices.SortStableFunc(comps[2:], func(a, b cdx.Component) int { return strings.Compare(a.Name, b.Name) })
 	bom.Components = &comps
