@@ -210,13 +210,14 @@ func TestChartValues(t *testing.T) {
 	params, _, _ := unstructured.NestedStringMap(get("ConfigMap", "rota-admission").Object, "data")
 	if diff := cmp.Diff(map[string]string{
 		"schedulerName":          "rota-scheduler",
+		"extendedResourceNames":  "nvidia.com/gpu",
 		"exemptNamespaces":       "kube-system,gpu-operator",
 		"allowedPriorityClasses": "rota-batch",
 		"priorityClasses.team-a": "rota-high,rota-batch",
 	}, params); diff != "" {
 		t.Errorf("ConfigMap rota-admission (-want +got):\n%s", diff)
 	}
-	for _, binding := range []string{"rota-gpu-pods", "rota-reserved-gpu-tolerations", "rota-gpu-classes-counted"} {
+	for _, binding := range []string{"rota-gpu-pods", "rota-reserved-gpu-tolerations", "rota-gpu-classes-counted", "rota-extended-resources"} {
 		actions, _, _ := unstructured.NestedStringSlice(get("ValidatingAdmissionPolicyBinding", binding).Object, "spec", "validationActions")
 		if !slices.Equal(actions, []string{"Warn", "Audit"}) {
 			t.Errorf("ValidatingAdmissionPolicyBinding %s: validationActions %v, want [Warn Audit]", binding, actions)

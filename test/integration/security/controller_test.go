@@ -153,6 +153,9 @@ func TestReservationControllerLeastPrivilege(t *testing.T) {
 		_, err := sa.ResourceV1().DeviceClasses().Create(ctx, c, dryRun)
 		return err
 	}, asController, "as it renders it")
+	// The cluster admin has declared the name (rota-extended-resources
+	// would refuse it otherwise): the reservation class still may not use it.
+	declareExtendedResource(t, e.cp.Client, "example.com/free-gpu")
 	l.hostile(t, "controller token's class hands the GPUs out as an extended resource", func(ctx context.Context) error {
 		c := ownClass(rendered)
 		c.Spec.ExtendedResourceName = ptr.To("example.com/free-gpu")

@@ -7,6 +7,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
@@ -126,4 +127,12 @@ func TestFailClosedOnlyForGPUObjects(t *testing.T) {
 		_, err := e.alice.ResourceV1().ResourceClaims(teamA).Create(ctx, tolerating(teamA, "held", teamA, "r"), dryRun)
 		return err
 	}, "rota-reserved-gpu-tolerations", "no params found")
+	// Without it nobody knows which extended resources a DeviceClass
+	// serves: a pod asking for any of them is refused.
+	l.hostile(t, "without the parameter object, a pod asking for an extended resource a class may serve", func(ctx context.Context) error {
+		p := plainPod(teamA, "extended")
+		p.Spec.Containers[0].Resources.Limits = v1.ResourceList{"example.com/gpu": resource.MustParse("1")}
+		_, err := e.alice.CoreV1().Pods(teamA).Create(ctx, p, dryRun)
+		return err
+	}, "rota-gpu-pods", "no params found")
 }
