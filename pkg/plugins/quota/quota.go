@@ -40,6 +40,7 @@ var (
 	_ fwk.PreFilterPlugin   = &Quota{}
 	_ fwk.FilterPlugin      = &Quota{}
 	_ fwk.ReservePlugin     = &Quota{}
+	_ fwk.PreBindPlugin     = &Quota{}
 	_ fwk.PostBindPlugin    = &Quota{}
 	_ fwk.EnqueueExtensions = &Quota{}
 	_ fwk.SignPlugin        = &Quota{}
