@@ -162,6 +162,14 @@ func Namespace(name string) *v1.Namespace {
 	return &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
 }
 
+// DeploySchedulesNamespace is a namespace the cluster admin enabled for
+// DeploySchedules.
+func DeploySchedulesNamespace(name string) *v1.Namespace {
+	ns := Namespace(name)
+	ns.Labels = map[string]string{gpuv1.DeploySchedulesNamespaceLabel: gpuv1.DeploySchedulesEnabled}
+	return ns
+}
+
 // Create creates each object with the typed client for its kind and fails the
 // test on the first error.
 func (cp *ControlPlane) Create(tb testing.TB, objs ...any) {

@@ -77,7 +77,7 @@ func newEnvOn(t *testing.T, cp *framework.ControlPlane, start time.Time, nodes m
 	_, ctx := ktesting.NewTestContext(t)
 	e := &env{t: t, ctx: ctx, cp: cp, clock: clocktesting.NewFakeClock(start)}
 	var objs []any
-	objs = append(objs, framework.DeviceClass(), framework.Namespace(ns), framework.Namespace(gateNS))
+	objs = append(objs, framework.DeviceClass(), framework.DeploySchedulesNamespace(ns), framework.Namespace(gateNS))
 	for name, n := range nodes {
 		objs = append(objs, framework.Node(name), framework.GPUSlice(name, framework.GPUs(framework.H100, n)...))
 	}

@@ -148,11 +148,18 @@ func TestScheduleControllerEventsOnlyItsOwn(t *testing.T) {
 		patchTo(`{"type":"Warning","reason":"Compromised"}`), policy, "may not change what an Event is about")
 }
 
-// createSchedule creates, as the cluster admin, a DeploySchedule that
-// keeps the Deployment target running from 08:00 to 18:00 UTC.
+// createSchedule creates, as the cluster admin, scheduleObject.
 func createSchedule(t *testing.T, c dynamic.Interface, ns, name, target string) {
 	t.Helper()
-	ds := &unstructured.Unstructured{Object: map[string]any{
+	if _, err := c.Resource(rotav1.DeploySchedulesResource).Namespace(ns).Create(t.Context(), scheduleObject(ns, name, target), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// scheduleObject is a DeploySchedule that keeps the Deployment target
+// running from 08:00 to 18:00 UTC.
+func scheduleObject(ns, name, target string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "rota.dev/v1alpha1", "kind": "DeploySchedule",
 		"metadata": map[string]any{"namespace": ns, "name": name},
 		"spec": map[string]any{
@@ -169,7 +176,4 @@ func createSchedule(t *testing.T, c dynamic.Interface, ns, name, target string) 
 			}},
 		},
 	}}
-	if _, err := c.Resource(rotav1.DeploySchedulesResource).Namespace(ns).Create(t.Context(), ds, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 }

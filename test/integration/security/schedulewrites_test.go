@@ -11,11 +11,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
 	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
+	rotav1 "github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
 	"github.com/rota-dev/rota/pkg/schedule/controller"
 	"github.com/rota-dev/rota/test/integration/framework"
 	"github.com/rota-dev/rota/test/integration/framework/leaderworkerset"
@@ -34,7 +36,22 @@ func TestScheduleControllerWritesOnlyTransitions(t *testing.T) {
 	l := newLedger(t)
 	ctx := context.Background()
 	leaderworkerset.InstallCRD(t, e.cp)
-	e.cp.ApplyManifests(t, "manifests/schedule-controller/rbac.yaml", "manifests/schedule-controller/writes-policy.yaml")
+	e.cp.ApplyManifests(t, "manifests/schedule-controller/rbac.yaml", "manifests/schedule-controller/writes-policy.yaml",
+		"manifests/schedule-controller/namespaces-policy.yaml", "manifests/schedule-controller/tenant-rbac.yaml")
+	// The cluster admin enables DeploySchedules in team-a only.
+	enableDeploySchedules(t, e.cp.Client, teamA)
+	aliceDyn, err := dynamic.NewForConfig(e.cp.ImpersonateUser(alice))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bobDyn, err := dynamic.NewForConfig(e.cp.ImpersonateUser(bob))
+	if err != nil {
+		t.Fatal(err)
+	}
+	framework.WaitFor(t, "namespace admins to be given DeploySchedules by aggregation", func(ctx context.Context) (bool, string, error) {
+		_, err := aliceDyn.Resource(rotav1.DeploySchedulesResource).Namespace(teamA).Create(ctx, scheduleObject(teamA, "probe", "model"), dryRun)
+		return err == nil, fmt.Sprint(err), nil
+	})
 	cfg := e.cp.ImpersonateServiceAccount("rota-system", "rota-schedule-controller")
 	ctrl, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
@@ -45,7 +62,7 @@ func TestScheduleControllerWritesOnlyTransitions(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	for _, ns := range []string{"kube-system", teamA} {
+	for _, ns := range []string{"kube-system", teamA, teamB} {
 		if _, err := e.cp.Client.AppsV1().Deployments(ns).Create(ctx, gpuDeployment(ns, "model"), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -88,7 +105,10 @@ func TestScheduleControllerWritesOnlyTransitions(t *testing.T) {
 		if err := update(teamA, "model", transition)(ctx); err != nil {
 			return false, err.Error(), nil
 		}
-		err := update("kube-system", "model", transition)(ctx)
+		if err := update("kube-system", "model", transition)(ctx); err == nil {
+			return false, "kube-system write allowed", nil
+		}
+		err := update(teamB, "model", transition)(ctx)
 		return err != nil, fmt.Sprint(err), nil
 	})
 
@@ -166,6 +186,38 @@ func TestScheduleControllerWritesOnlyTransitions(t *testing.T) {
 	l.hostile(t, "controller token creates a claim template in kube-system", createPinned(ctrl, "kube-system", "gpu-pin-0123456789", "gpu"),
 		policy, "in namespace kube-system")
 
+	// Namespaces the cluster admin did not enable for DeploySchedules.
+	l.hostile(t, "controller token scales a workload in a namespace not enabled for DeploySchedules", update(teamB, "model", func(d *appsv1.Deployment) {
+		transition(d)
+		d.Spec.Replicas = ptr.To[int32](0)
+	}), policy, "has not enabled DeploySchedules there")
+	l.hostile(t, "controller token pins claims in a namespace not enabled for DeploySchedules", update(teamB, "model", pin("gpu-pin-0123456789")),
+		policy, "has not enabled DeploySchedules there")
+	l.hostile(t, "controller token creates a pinned claim template in a namespace not enabled for DeploySchedules",
+		createPinned(ctrl, teamB, "gpu-pin-0123456789", "gpu"), policy, "has not enabled DeploySchedules there")
+	l.hostile(t, "tenant enables DeploySchedules in its own namespace", func(ctx context.Context) error {
+		patch := []byte(`{"metadata":{"labels":{"` + gpuv1.DeploySchedulesNamespaceLabel + `":"` + gpuv1.DeploySchedulesEnabled + `"}}}`)
+		_, err := e.bob.CoreV1().Namespaces().Patch(ctx, teamB, types.MergePatchType, patch, metav1.PatchOptions{})
+		return err
+	}, "forbidden")
+	l.hostile(t, "tenant creates a DeploySchedule in a namespace not enabled for it", func(ctx context.Context) error {
+		_, err := bobDyn.Resource(rotav1.DeploySchedulesResource).Namespace(teamB).Create(ctx, scheduleObject(teamB, "week", "model"), metav1.CreateOptions{})
+		return err
+	}, "rota-deployschedule-namespaces", "namespace team-b is not enabled for DeploySchedules", "rota.dev/deploy-schedules=enabled")
+	t.Run("a tenant creates a DeploySchedule where the admin enabled them", func(t *testing.T) {
+		if _, err := aliceDyn.Resource(rotav1.DeploySchedulesResource).Namespace(teamA).Create(ctx, scheduleObject(teamA, "week", "model"), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// enableDeploySchedules labels namespace as the cluster admin does.
+func enableDeploySchedules(t *testing.T, c kubernetes.Interface, namespace string) {
+	t.Helper()
+	patch := []byte(`{"metadata":{"labels":{"` + gpuv1.DeploySchedulesNamespaceLabel + `":"` + gpuv1.DeploySchedulesEnabled + `"}}}`)
+	if _, err := c.CoreV1().Namespaces().Patch(t.Context(), namespace, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // gpuDeployment is a Deployment of one pod with one claim from template "gpu".

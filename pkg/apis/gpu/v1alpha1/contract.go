@@ -145,3 +145,13 @@ const (
 	AdmissionLabel   = "rota.dev/admission"
 	AdmissionChecked = "checked"
 )
+
+// DeploySchedulesNamespaceLabel, set to DeploySchedulesEnabled on a
+// namespace by the cluster admin, lets DeploySchedules be created there
+// and the schedule controller write its workloads and claim templates
+// (manifests/schedule-controller: rota-deployschedule-namespaces,
+// rota-schedule-controller-writes). Tenants cannot label their namespace.
+const (
+	DeploySchedulesNamespaceLabel = "rota.dev/deploy-schedules"
+	DeploySchedulesEnabled        = "enabled"
+)
