@@ -19,8 +19,8 @@ func TestManifestsAreAccepted(t *testing.T) {
 		}
 		created++
 	}
-	if created != 16 {
-		t.Errorf("created %d objects, want 16 (ServiceAccount, ClusterRole(+Binding), the tenants' aggregated ClusterRoles (2), the system:auth-delegator binding, Role(+Binding), "+
-			"ConfigMap, Deployment, ValidatingAdmissionPolicies rota-schedule-controller-writes and -events, rota-deployschedule-namespaces (+Bindings))", created)
+	if created != 18 {
+		t.Errorf("created %d objects, want 18 (ServiceAccount, ClusterRole(+Binding), the tenants' aggregated ClusterRoles (2), the system:auth-delegator binding, Role(+Binding), "+
+			"ConfigMap, Deployment, ValidatingAdmissionPolicies rota-schedule-controller-writes and -events, rota-deployschedule-namespaces and -owner (+Bindings))", created)
 	}
 }
