@@ -33,7 +33,8 @@ type preflight struct {
 // that could make the transition's acquire steps fail for good: eligibility of
 // every target in the transition, the alias guard of every stop, the config
 // of every acquire step, the namespace's device quota for the delta the
-// acquire steps add, and the budget hook if one is configured. On failure
+// acquire steps add, the VRAM budget of the time-sliced GPUReservations
+// acquire steps are bound to, and the budget hook if one is configured. On failure
 // every step fails and nothing is released.
 func (f preflight) check(ctx context.Context, release, acquire []planned) (bool, error) {
 	fail := func(bad planned, reason, msg string) (bool, error) {
@@ -57,6 +58,7 @@ func (f preflight) check(ctx context.Context, release, acquire []planned) (bool,
 		}
 	}
 	perReplica := map[string]v1.ResourceList{} // target -> device quota per replica
+	replicaDemand := map[string][]podDemand{}  // target -> what one acquired replica asks for
 	for _, pl := range append(append([]planned{}, release...), acquire...) {
 		demand, err := f.demand.ofReplica(ctx, pl.t, pl.s.Group == v1alpha1.StepGroupAcquire)
 		if err != nil {
@@ -72,6 +74,7 @@ func (f preflight) check(ctx context.Context, release, acquire []planned) (bool,
 		}
 		perReplica[pl.t.spec.Name] = replicaUsage(demand)
 		if pl.s.Group == v1alpha1.StepGroupAcquire {
+			replicaDemand[pl.t.spec.Name] = demand
 			if err := f.validateConfig(ctx, allSpecs(demand)); err != nil {
 				return fail(pl, ReasonIneligible, withFix(ReasonIneligible, fmt.Sprintf("Ineligible{%s}: %v", IneligibleInvalidConfig, err)))
 			}
@@ -81,6 +84,11 @@ func (f preflight) check(ctx context.Context, release, acquire []planned) (bool,
 		return fail(bad, ReasonQuotaRefused, withFix(ReasonQuotaRefused, "could not read quota (failing closed): "+err.Error()))
 	} else if msg != "" {
 		return fail(bad, ReasonQuotaRefused, withFix(ReasonQuotaRefused, msg))
+	}
+	if bad, msg, err := f.checkReservationBudgets(ctx, release, acquire, replicaDemand); err != nil {
+		return fail(bad, ReasonReservationBudgetRefused, withFix(ReasonReservationBudgetRefused, "could not check the reservation's budget (failing closed): "+err.Error()))
+	} else if msg != "" {
+		return fail(bad, ReasonReservationBudgetRefused, withFix(ReasonReservationBudgetRefused, msg))
 	}
 	if bad, msg := f.checkBudget(ctx, acquire, perReplica); msg != "" {
 		return fail(bad, ReasonBudgetRefused, withFix(ReasonBudgetRefused, msg))

@@ -27,6 +27,10 @@ const (
 	ReasonTransitionAborted   = "TransitionAborted"
 	ReasonInvalidSchedule     = "InvalidSchedule"
 	ReasonBudgetRefused       = "BudgetRefused"
+	// ReasonReservationBudgetRefused: preflight found that a Track H
+	// target's replicas cannot fit the VRAM budget of its time-sliced
+	// GPUReservation.
+	ReasonReservationBudgetRefused = "ReservationBudgetRefused"
 
 	// Events that are not phases.
 	ReasonCapacityReduced = "CapacityReduced"
@@ -62,6 +66,8 @@ var fixes = map[string]string{
 	ReasonTransitionAborted: "Another target of this transition failed its preflight (see its status); " +
 		"fix it and request apply-now, or wait for the next interval.",
 	ReasonInvalidSchedule: "Fix the schedule spec as the message says.",
+	ReasonReservationBudgetRefused: "Lower the incoming target's replicas or its claims' memoryMiB, stop another member of the reservation " +
+		"in the same transition, or give the reservation more GPUs; nothing was released, request apply-now once it fits.",
 	ReasonBudgetRefused: "The cluster's budget hook refused what this transition would start (its message says why): " +
 		"ask the budget's owner, or lower the incoming target's replicas or devices; if the hook could not be reached, fix it " +
 		"(it fails closed). Nothing was released; request apply-now once it allows the transition.",
