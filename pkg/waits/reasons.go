@@ -42,13 +42,19 @@ const (
 	// NodePrepareResources failed) or the container runtime could not inject
 	// the CDI devices the driver returned (started.go).
 	StartFailed Reason = "StartFailed"
+	// BindingFailed: the scheduler chose a node, but the placement was
+	// undone before the pod was bound, for a cause no Rota plugin recorded
+	// (an API error writing a claim or the binding, a claim the namespace's
+	// ResourceQuota refuses, a Permit timeout); the PodScheduled condition
+	// carries the error, and the pod is retried after its backoff.
+	BindingFailed Reason = "BindingFailed"
 )
 
 // Placed is the condition reason once the pod is bound (status False).
 const Placed = "Placed"
 
 // AllReasons lists the reasons in a stable order, for metrics and docs.
-var AllReasons = []Reason{QuotaExceeded, InsufficientCapacity, TopologyFragmentation, GangIncomplete, ReservationOvercommitted, Reserved, Unhealthy, NotAttempted, StartFailed}
+var AllReasons = []Reason{QuotaExceeded, InsufficientCapacity, TopologyFragmentation, GangIncomplete, ReservationOvercommitted, Reserved, Unhealthy, NotAttempted, StartFailed, BindingFailed}
 
 // Current returns the pod's rota.dev/Waiting condition, or nil.
 func Current(pod *v1.Pod) *v1.PodCondition {

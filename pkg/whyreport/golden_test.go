@@ -181,6 +181,25 @@ func startFailedPod() (*v1.Pod, []v1.Event) {
 	return pod, evs
 }
 
+// bindingFailedPod was placed, and then the claim the scheduler writes for
+// its extended resources was refused by the namespace's ResourceQuota.
+func bindingFailedPod() (*v1.Pod, []v1.Event) {
+	msg := "placed on node dgx-h100-0, but the placement was undone before binding; the pod's PodScheduled condition has the error, and the scheduler retries it"
+	apiErr := `running PreBind plugin "DynamicResources": resourceclaims "serve-2-extended-resources-x7k2p" is forbidden: exceeded quota: rota-gpus, ` +
+		`requested: gpu.rota.dev.deviceclass.resource.k8s.io/devices=1, used: gpu.rota.dev.deviceclass.resource.k8s.io/devices=8, limited: gpu.rota.dev.deviceclass.resource.k8s.io/devices=8`
+	pod := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: "serve-2"},
+		Status: v1.PodStatus{Phase: v1.PodPending, Conditions: []v1.PodCondition{
+			{Type: gpuv1.WaitingCondition, Status: v1.ConditionTrue, Reason: string(waits.BindingFailed), Message: msg, LastTransitionTime: metav1.NewTime(t0)},
+			{Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: "SchedulerError", Message: apiErr, LastTransitionTime: metav1.NewTime(t0)},
+		}},
+	}
+	evs := []v1.Event{
+		{Reason: string(waits.BindingFailed), Type: v1.EventTypeWarning, LastTimestamp: metav1.NewTime(t0), Message: msg},
+	}
+	return pod, evs
+}
+
 // TestGolden: `kubectl rota why` for the scenarios (fallback,
 // fragmentation, reservation, quota) and every wait reason, as golden
 // files under testdata, each at most 12 lines of at most 100 columns,
@@ -197,6 +216,8 @@ func TestGolden(t *testing.T) {
 	reports["placed-after-fallback"] = Explain(placed, evs)
 	notStarted, evs := startFailedPod()
 	reports["start-failed"] = Explain(notStarted, evs)
+	unbound, evs := bindingFailedPod()
+	reports["binding-failed"] = Explain(unbound, evs)
 
 	covered := map[string]bool{}
 	for name, r := range reports {

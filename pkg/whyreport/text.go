@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/rota-dev/rota/pkg/waits"
 )
 
 // TextOptions shape the text output.
@@ -39,6 +41,10 @@ func WriteText(w io.Writer, r Report, o TextOptions) error {
 		since = " since " + r.Since.UTC().Format(time.RFC3339)
 	}
 	p.line(fmt.Sprintf("Pod %s: %s%s", r.Pod, r.Reason, since))
+	if r.Reason == string(waits.BindingFailed) && r.Analysis != "" {
+		// The cause is the scheduler's error, which only PodScheduled has.
+		p.wrapped("Error: ", r.Analysis)
+	}
 	if len(r.Tiers) > 0 {
 		p.line("Tiers:")
 		for _, t := range r.Tiers {

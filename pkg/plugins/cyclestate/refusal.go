@@ -28,7 +28,23 @@ func refusalKey(plugin, node string) fwk.StateKey {
 // refuses every node.
 func Refuse(cs fwk.CycleState, plugin, node string, code fwk.Code, prefix string, r waits.Refusal) *fwk.Status {
 	cs.Write(refusalKey(plugin, node), &refusal{r})
+	cs.Write(lastRefusalKey(node), &refusal{r})
 	return fwk.NewStatus(code, prefix+r.Message)
+}
+
+// lastRefusalKey holds the latest refusal of the pod on node by any
+// plugin. The plugins of one node run one after another, so one key per
+// node is safe.
+func lastRefusalKey(node string) fwk.StateKey {
+	return fwk.StateKey("Refusal/last/" + node)
+}
+
+// LastRefusal returns the latest refusal any plugin recorded this cycle
+// for the pod on node itself (not for every node), and whether there is
+// one. After the node was chosen, only Reserve and PreBind refuse it, so
+// this is why a placement was undone.
+func LastRefusal(cs fwk.CycleState, node string) (waits.Refusal, bool) {
+	return readRefusal(cs, lastRefusalKey(node))
 }
 
 // RefusalOf returns the refusal plugin recorded this cycle for node, or for

@@ -42,6 +42,7 @@ const Name = "WaitReason"
 
 var (
 	_ fwk.PostFilterPlugin = &WaitReason{}
+	_ fwk.ReservePlugin    = &WaitReason{}
 	_ fwk.PostBindPlugin   = &WaitReason{}
 )
 

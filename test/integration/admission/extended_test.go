@@ -20,7 +20,8 @@ import (
 // DRA extended resource (deviceclass.resource.kubernetes.io/gpu.rota.dev),
 // which DynamicResources allocates without a claim the pod names. The
 // only free device is an H100: the pod waits with QuotaExceeded and the
-// claim the scheduler wrote for it is gone. Once the first pod is deleted
+// claim the scheduler wrote for it is gone; its rota.dev/Waiting
+// condition says QuotaExceeded. Once the first pod is deleted
 // the same pod binds, charged like a claim.
 func TestQuotaCountsExtendedResources(t *testing.T) {
 	cp := framework.StartControlPlaneWithRBAC(t)
@@ -52,6 +53,9 @@ func TestQuotaCountsExtendedResources(t *testing.T) {
 	msg := cp.WaitForPodUnschedulable(t, "team-a", "extended", string(waits.QuotaExceeded),
 		"the allocator granted 1 H100 for the pod's extended resources", "team-a holds 1 of 1 H100 and this pod would take 1 more: 2 > 1")
 	t.Logf("refused: %s", msg)
+	// The refusal came in the binding cycle, where PostFilter does not run:
+	// the rota.dev/Waiting condition says it all the same.
+	cp.WaitForWaiting(t, "team-a", "extended", string(waits.QuotaExceeded), "the allocator granted 1 H100 for the pod's extended resources")
 	framework.WaitFor(t, "the refused pod's claim to be deleted", func(ctx context.Context) (bool, string, error) {
 		held := cp.AllocatedDevices(t)
 		return len(held) == 1, fmt.Sprint(held), nil

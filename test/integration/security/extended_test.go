@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
+	"github.com/rota-dev/rota/pkg/waits"
 	"github.com/rota-dev/rota/test/integration/framework"
 )
 
@@ -161,6 +162,9 @@ func TestExtendedResourcesRoutedAndCounted(t *testing.T) {
 			}
 			return false, fmt.Sprint(p.Status.Conditions), nil
 		})
+		// The claim was refused in the binding cycle, by no Rota plugin:
+		// the pod waits BindingFailed, the error in PodScheduled.
+		e.cp.WaitForWaiting(t, teamA, "second", string(waits.BindingFailed), "the placement was undone before binding")
 	})
 }
 
