@@ -15,6 +15,7 @@ const metricsSubsystem = "rota_tiering"
 // scheduler's /metrics endpoint through component-base's legacy registry.
 type pluginMetrics struct {
 	placements      *metrics.CounterVec
+	firstChoice     *metrics.CounterVec
 	rejections      *metrics.CounterVec
 	healthRechecks  *metrics.CounterVec
 	bindingFailures *metrics.CounterVec
@@ -30,6 +31,14 @@ func newMetrics() *pluginMetrics {
 			Help:           "Pods placed with tiered claims, by 1-based tier, granted device model and namespace. The fallback ratio is the share with tier > 1.",
 			StabilityLevel: metrics.ALPHA,
 		}, []string{"tier", "model", "namespace"}),
+		firstChoice: metrics.NewCounterVec(&metrics.CounterOpts{
+			Subsystem: metricsSubsystem,
+			Name:      "first_choice_placements_total",
+			Help: "Placed tiered requests by the device model of their first tier (first_choice; unknown when it could not be counted), " +
+				"the model granted, and outcome (first: the first tier was granted; fallback). Per first_choice, the share with outcome first " +
+				"is how often the policy gave pods their best tier.",
+			StabilityLevel: metrics.ALPHA,
+		}, []string{"first_choice", "granted", "outcome"}),
 		rejections: metrics.NewCounterVec(&metrics.CounterOpts{
 			Subsystem:      metricsSubsystem,
 			Name:           "rejections_total",
@@ -68,7 +77,7 @@ var (
 func registerMetrics() *pluginMetrics {
 	registerOnce.Do(func() {
 		registered = newMetrics()
-		legacyregistry.MustRegister(registered.placements, registered.rejections, registered.healthRechecks, registered.bindingFailures, registered.timeToPlacement)
+		legacyregistry.MustRegister(registered.placements, registered.firstChoice, registered.rejections, registered.healthRechecks, registered.bindingFailures, registered.timeToPlacement)
 		registered.initBindingFailures()
 	})
 	return registered

@@ -3,6 +3,7 @@ package tiering
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -183,9 +184,41 @@ func (pl *Tiering) PostBind(ctx context.Context, cs fwk.CycleState, pod *v1.Pod,
 		return
 	}
 	pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeNormal, "TieredPlacement", "Scheduling", "%s", placementNote(p, pl.args.PolicyVersion))
+	first := firstChoices(p)
 	for _, g := range p.devices {
 		pl.metrics.placements.WithLabelValues(fmt.Sprint(g.tier+1), g.model, pod.Namespace).Inc()
+		outcome := "first"
+		if g.tier > 0 {
+			outcome = "fallback"
+		}
+		pl.metrics.firstChoice.WithLabelValues(first(g), g.model, outcome).Inc()
 	}
 	pl.metrics.timeToPlacement.Observe(time.Since(pod.CreationTimestamp.Time).Seconds())
 	klog.FromContext(ctx).V(4).Info("Tiered placement recorded", "pod", klog.KObj(pod), "node", nodeName)
+}
+
+// firstChoices returns, for a granted device group of p, the model of its
+// request's first tier: the granted model when the first tier was granted,
+// else the first passed-over tier's ("unknown" when passed-over tiers
+// could not be counted).
+func firstChoices(p *placement) func(grantedDevice) string {
+	first := map[string]string{} // request ("" when the pod has one) -> model of tier 1
+	for _, t := range p.passedOver {
+		if strings.HasPrefix(t.Tier, "1/") {
+			first[t.Request] = t.Name
+		}
+	}
+	return func(g grantedDevice) string {
+		if g.tier == 0 {
+			return g.model
+		}
+		req, _, _ := strings.Cut(g.request, "/")
+		if m, ok := first[req]; ok {
+			return m
+		}
+		if m, ok := first[""]; ok {
+			return m
+		}
+		return "unknown"
+	}
 }
