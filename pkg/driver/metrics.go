@@ -2,6 +2,7 @@ package driver
 
 import (
 	"net/http"
+	"sync"
 	"time"
 
 	"k8s.io/component-base/metrics"
@@ -18,6 +19,12 @@ type Metrics struct {
 	devices           *metrics.GaugeVec
 	batchClaims       *metrics.Histogram
 	checkpointWrites  *metrics.Counter
+	healthChanges     *metrics.CounterVec
+
+	// mu guards lastHealth, each GPU's state (by index) at the last
+	// publish, from which healthChanges counts.
+	mu         sync.Mutex
+	lastHealth map[int]health.State
 }
 
 // NewMetrics creates and registers the metrics.
@@ -50,8 +57,15 @@ func NewMetrics() *Metrics {
 			Help:           "Fsynced writes of the prepared-claims checkpoint.",
 			StabilityLevel: metrics.ALPHA,
 		}),
+		healthChanges: metrics.NewCounterVec(&metrics.CounterOpts{
+			Namespace: "rota", Subsystem: "driver", Name: "device_health_changes_total",
+			Help: "Changes of a GPU's published health, by the state before (from), after (to) and the reason of the new " +
+				"state (the taint value: xid-79, gpu-lost, ecc, …; empty when healthy).",
+			StabilityLevel: metrics.ALPHA,
+		}, []string{"from", "to", "reason"}),
+		lastHealth: map[int]health.State{},
 	}
-	m.Registry.MustRegister(m.prepareDuration, m.unprepareDuration, m.devices, m.batchClaims, m.checkpointWrites)
+	m.Registry.MustRegister(m.prepareDuration, m.unprepareDuration, m.devices, m.batchClaims, m.checkpointWrites, m.healthChanges)
 	return m
 }
 
@@ -81,14 +95,23 @@ func (m *Metrics) ObserveBatch(claims int) { m.batchClaims.Observe(float64(claim
 // ObserveCheckpointWrite counts one checkpoint write.
 func (m *Metrics) ObserveCheckpointWrite() { m.checkpointWrites.Inc() }
 
+// setDevices sets the devices gauge from the statuses being published and
+// counts each GPU whose state differs from the last publish (a GPU's first
+// publish is not a change).
 func (m *Metrics) setDevices(statuses map[int]health.Status) {
 	counts := map[health.State]int{health.Healthy: 0, health.Degraded: 0, health.Unhealthy: 0}
-	for _, st := range statuses {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for idx, st := range statuses {
 		s := st.State
 		if s == "" {
 			s = health.Healthy
 		}
 		counts[s]++
+		if before, seen := m.lastHealth[idx]; seen && before != s {
+			m.healthChanges.WithLabelValues(string(before), string(s), st.Reason).Inc()
+		}
+		m.lastHealth[idx] = s
 	}
 	for s, n := range counts {
 		m.devices.WithLabelValues(string(s)).Set(float64(n))

@@ -23,16 +23,7 @@ func TestDriverEndpoints(t *testing.T) {
 	n := startGPUNode(t, cp, "node-http", "l4x2", func(n *gpuNode) {
 		n.opts.HTTPAddress, n.opts.MetricsAddress = "127.0.0.1:0", "127.0.0.1:0"
 	})
-	getFrom := func(addr, path string) (int, string) {
-		t.Helper()
-		resp, err := http.Get("http://" + addr + path)
-		if err != nil {
-			t.Fatalf("GET %s: %v", path, err)
-		}
-		defer func() { _ = resp.Body.Close() }()
-		body, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(body)
-	}
+	getFrom := func(addr, path string) (int, string) { t.Helper(); return httpGet(t, addr, path) }
 	get := func(path string) (int, string) { t.Helper(); return getFrom(n.plugin.HTTPAddr, path) }
 
 	if code, _ := get("/healthz"); code != http.StatusOK {
@@ -70,4 +61,16 @@ func TestDriverEndpoints(t *testing.T) {
 			t.Errorf("/metrics lacks %q", want)
 		}
 	}
+}
+
+// httpGet gets http://addr+path and returns the status code and body.
+func httpGet(t *testing.T, addr, path string) (int, string) {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + path)
+	if err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
 }

@@ -49,7 +49,7 @@ func TestDriverFaultTaintsGPUAndSchedulerAvoidsIt(t *testing.T) {
 	cp := framework.StartControlPlane(t)
 	cp.Create(t, framework.DeviceClass(), framework.Namespace("ml"),
 		framework.TieredClaimTemplate("ml", "l4", framework.ModelTier("L4")))
-	n := startGPUNode(t, cp, "node-l4", "l4x2")
+	n := startGPUNode(t, cp, "node-l4", "l4x2", func(n *gpuNode) { n.opts.MetricsAddress = "127.0.0.1:0" })
 	n.waitForTaints(t, "the slice without taints", func(m map[string][]resourceapi.DeviceTaint) bool { return len(m) == 0 })
 	cp.StartClaimController(t)
 	cp.StartScheduler(t)
@@ -62,6 +62,10 @@ func TestDriverFaultTaintsGPUAndSchedulerAvoidsIt(t *testing.T) {
 			ts[0].Effect == resourceapi.DeviceTaintEffectNoSchedule && ts[0].Value == "gpu-lost"
 	})
 	t.Logf("taint published %v after the fault", took)
+	// The change is counted: a signal for alerts, beside the taint.
+	if _, body := httpGet(t, n.plugin.MetricsAddr, "/metrics"); !strings.Contains(body, `rota_driver_device_health_changes_total{from="Healthy",reason="gpu-lost",to="Unhealthy"} 1`) {
+		t.Errorf("/metrics lacks the health change:\n%s", grepLines(body, "rota_driver_device_health"))
+	}
 	if took > time.Second {
 		t.Errorf("taint took %v to appear, want under 1s", took)
 	}
@@ -160,4 +164,15 @@ func waitHealth(t *testing.T, next func() drahealth.HealthStatus, want drahealth
 			return
 		}
 	}
+}
+
+// grepLines returns the lines of text that contain sub.
+func grepLines(text, sub string) string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }
