@@ -58,6 +58,15 @@ func (e eligibility) check(ctx context.Context, namespace string, ref v1alpha1.W
 			"%s %s is controlled by %s %s, which would undo the schedule's changes; schedule the %s instead, or remove its controller reference",
 			wl.Kind, wl.Name, c.Kind, c.Name, c.Kind)), nil
 	}
+	// A workload whose last rollout failed would not become ready at a
+	// higher scale either; starting it in a transition would stop the
+	// outgoing targets for nothing. Checked only when the intent asks for
+	// more of it: a running workload left at its scale is not touched.
+	if wl.Failed != "" && interval.State == v1alpha1.StateRunning && (wl.Replicas == 0 || interval.Replicas > wl.Replicas) {
+		return res.ineligible(IneligibleWorkloadFailed, fmt.Sprintf(
+			"%s %s's last rollout failed (%s); fix the rollout (image, probes, resources) before the schedule starts more of it",
+			wl.Kind, wl.Name, wl.Failed)), nil
+	}
 	if interval.Replicas != 0 {
 		hpa, err := e.hpaFor(ctx, wl)
 		if err != nil {

@@ -46,6 +46,7 @@ const (
 	IneligibleInvalidConfig           = "InvalidConfig"
 	IneligibleReservation             = "ReservationNotReady"
 	IneligibleManagedByController     = "ManagedByController"
+	IneligibleWorkloadFailed          = "WorkloadFailed"
 )
 
 // fixes is the human fix text for each terminal reason.

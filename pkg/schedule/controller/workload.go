@@ -43,6 +43,11 @@ type workload struct {
 	// Controller is the workload's controller reference, if another
 	// object controls it.
 	Controller *metav1.OwnerReference
+	// Failed says why the workload's last rollout failed ("" when it did
+	// not, or its kind does not say): a Deployment whose Progressing
+	// condition is False with ProgressDeadlineExceeded for its current
+	// generation.
+	Failed string
 
 	deployment  *appsv1.Deployment
 	statefulSet *appsv1.StatefulSet
@@ -145,8 +150,28 @@ func fromDeployment(d *appsv1.Deployment) (*workload, error) {
 		StatusReplicas: d.Status.Replicas, ReadyReplicas: d.Status.ReadyReplicas, UpdatedReplicas: d.Status.UpdatedReplicas,
 		Selector: sel, Templates: []podTemplate{{Path: "spec.template", Template: &d.Spec.Template, Pods: 1}},
 		Annotations: d.Annotations, Deleting: d.DeletionTimestamp != nil, Controller: metav1.GetControllerOf(d), deployment: d,
+		Failed: failedRollout(d),
 	}, nil
 }
+
+// failedRollout is the Deployment controller's verdict on the current
+// generation's rollout when it gave up (ProgressDeadlineExceeded), else "".
+func failedRollout(d *appsv1.Deployment) string {
+	if d.Status.ObservedGeneration != d.Generation {
+		return ""
+	}
+	for _, c := range d.Status.Conditions {
+		if c.Type == appsv1.DeploymentProgressing && c.Status == v1.ConditionFalse && c.Reason == deploymentProgressDeadlineExceeded {
+			return c.Reason + ": " + c.Message
+		}
+	}
+	return ""
+}
+
+// deploymentProgressDeadlineExceeded is the Progressing condition's reason
+// when a rollout passed spec.progressDeadlineSeconds (the Deployment
+// controller's constant, which k8s.io/api does not export).
+const deploymentProgressDeadlineExceeded = "ProgressDeadlineExceeded"
 
 func fromStatefulSet(s *appsv1.StatefulSet) (*workload, error) {
 	sel, err := metav1.LabelSelectorAsSelector(s.Spec.Selector)
