@@ -15,6 +15,8 @@ type pluginMetrics struct {
 	timeToAdmission  *metrics.HistogramVec
 	tieredPlacements *metrics.CounterVec
 	startFailures    *metrics.CounterVec
+	waitingPods      *metrics.GaugeVec
+	unplacedWait     *metrics.HistogramVec
 }
 
 func newMetrics() *pluginMetrics {
@@ -44,6 +46,19 @@ func newMetrics() *pluginMetrics {
 			Help:           "Placed Rota pods that turned StartFailed, by cause (prepare: the DRA driver's NodePrepareResources failed; cdi: the runtime could not inject the CDI devices) and tenant (namespace).",
 			StabilityLevel: metrics.ALPHA,
 		}, []string{"cause", "namespace"}),
+		waitingPods: metrics.NewGaugeVec(&metrics.GaugeOpts{
+			Subsystem:      metricsSubsystem,
+			Name:           "waiting_pods",
+			Help:           "Rota pods waiting now, by the device model of their first tier (model; unknown when not counted) and wait reason.",
+			StabilityLevel: metrics.ALPHA,
+		}, []string{"model", "reason"}),
+		unplacedWait: metrics.NewHistogramVec(&metrics.HistogramOpts{
+			Subsystem:      metricsSubsystem,
+			Name:           "unplaced_wait_seconds",
+			Help:           "How long Rota pods that were never placed had waited when they were deleted, by the device model of their first tier and their last wait reason.",
+			Buckets:        metrics.ExponentialBuckets(1, 2, 18),
+			StabilityLevel: metrics.ALPHA,
+		}, []string{"model", "reason"}),
 	}
 }
 
@@ -57,7 +72,8 @@ var (
 func registerMetrics() *pluginMetrics {
 	registerOnce.Do(func() {
 		registered = newMetrics()
-		legacyregistry.MustRegister(registered.waits, registered.timeToAdmission, registered.tieredPlacements, registered.startFailures)
+		legacyregistry.MustRegister(registered.waits, registered.timeToAdmission, registered.tieredPlacements, registered.startFailures,
+			registered.waitingPods, registered.unplacedWait)
 	})
 	return registered
 }

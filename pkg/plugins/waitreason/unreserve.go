@@ -37,6 +37,7 @@ func (pl *WaitReason) Unreserve(ctx context.Context, cs fwk.CycleState, pod *v1.
 		v = waits.Verdict{Reason: r.Reason, Message: r.Message}
 	}
 	pl.writer.Wait(pod, v)
+	pl.waiting.waits(pod.UID, v)
 	pl.metrics.waits.WithLabelValues(string(v.Reason), pod.Namespace).Inc()
 	klog.FromContext(ctx).V(3).Info("Placement undone", "pod", klog.KObj(pod), "node", node, "reason", v.Reason, "message", v.Message)
 }

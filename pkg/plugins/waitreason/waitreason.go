@@ -60,6 +60,8 @@ type WaitReason struct {
 	// causes records the cause of each pod's wait for the other plugins.
 	causes  *waits.Causes
 	metrics *pluginMetrics
+	// waiting tracks the waiting pods for the per-model wait metrics.
+	waiting *waitingPods
 	// advice queues waiting pods for the unblock advice (advice.go);
 	// schedules and owners feed its DeploySchedule releases.
 	advice      workqueue.TypedInterface[types.NamespacedName]
@@ -116,6 +118,7 @@ func newWithClock(ctx context.Context, h fwk.Handle, clk clock.PassiveClock, cac
 		metrics:     registerMetrics(),
 		advice:      newAdviceQueue(),
 	}
+	pl.waiting = newWaitingPods(clk, pl.metrics)
 	_, err := h.SharedInformerFactory().Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		DeleteFunc: func(obj any) {
 			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
@@ -124,6 +127,7 @@ func newWithClock(ctx context.Context, h fwk.Handle, clk clock.PassiveClock, cac
 			if p, ok := obj.(*v1.Pod); ok {
 				pl.writer.Forget(p.Namespace, p.Name)
 				pl.causes.Forget(p.UID)
+				pl.waiting.deleted(p.UID)
 			}
 		},
 	})
@@ -156,6 +160,7 @@ func (pl *WaitReason) PostFilter(ctx context.Context, cs fwk.CycleState, pod *v1
 	}
 	pl.causes.Set(pod.UID, v.Detail.Cause)
 	pl.writer.Wait(pod, v)
+	pl.waiting.waits(pod.UID, v)
 	pl.adviseLater(pod)
 	pl.metrics.waits.WithLabelValues(string(v.Reason), pod.Namespace).Inc()
 	logger.V(3).Info("Pod waits", "pod", klog.KObj(pod), "reason", v.Reason, "message", v.Message)
@@ -304,6 +309,7 @@ func pinnedBy(b *policyv1.PodDisruptionBudget, pod *v1.Pod, pods corelisters.Pod
 // time from creation to binding, and whether a tiered claim fell back.
 func (pl *WaitReason) PostBind(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, nodeName string) {
 	pl.causes.Forget(pod.UID)
+	pl.waiting.placed(pod.UID)
 	pl.writer.Placed(pod, nodeName)
 	pl.metrics.timeToAdmission.WithLabelValues(pod.Namespace).Observe(pl.clock.Since(pod.CreationTimestamp.Time).Seconds())
 	for _, fellBack := range pl.tierOutcomes(pod) {
