@@ -9,7 +9,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/component-base/metrics/legacyregistry"
 
 	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
 	"github.com/rota-dev/rota/pkg/scheduler"
@@ -91,25 +90,7 @@ func uncordon(t *testing.T, cp *framework.ControlPlane) {
 // from the in-process scheduler's registry.
 func bindingFailures(t *testing.T, cause, stage string) float64 {
 	t.Helper()
-	families, err := legacyregistry.DefaultGatherer.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() != "rota_tiering_binding_failures_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			if labels["cause"] == cause && labels["stage"] == stage {
-				return m.GetCounter().GetValue()
-			}
-		}
-	}
-	return 0
+	return metricValue(t, "rota_tiering_binding_failures_total", map[string]string{"cause": cause, "stage": stage})
 }
 
 // failedSchedulingWith waits for a FailedScheduling event of the pod that

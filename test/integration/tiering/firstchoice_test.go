@@ -3,8 +3,6 @@ package tiering
 import (
 	"testing"
 
-	"k8s.io/component-base/metrics/legacyregistry"
-
 	"github.com/rota-dev/rota/pkg/scheduler"
 	"github.com/rota-dev/rota/test/integration/framework"
 )
@@ -51,23 +49,5 @@ func TestFirstChoiceMetric(t *testing.T) {
 // in-process scheduler's registry.
 func firstChoice(t *testing.T, first, granted, outcome string) float64 {
 	t.Helper()
-	families, err := legacyregistry.DefaultGatherer.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() != "rota_tiering_first_choice_placements_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			if labels["first_choice"] == first && labels["granted"] == granted && labels["outcome"] == outcome {
-				return m.GetCounter().GetValue()
-			}
-		}
-	}
-	return 0
+	return metricValue(t, "rota_tiering_first_choice_placements_total", map[string]string{"first_choice": first, "granted": granted, "outcome": outcome})
 }
