@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 
 	resourceapi "k8s.io/api/resource/v1"
 
@@ -83,54 +84,37 @@ func (f preflight) checkReservationBudgets(ctx context.Context, release, acquire
 		}
 		if total := gpus * budget; staying+need > total {
 			return steps[0], fmt.Sprintf("GPUReservation %s holds %d healthy GPU(s) with a budget of %d MiB each (%d MiB); the members that stay declare %d MiB and %s: %d > %d; nothing was released",
-				name, gpus, budget, total, staying, joinParts(parts), staying+need, total), nil
+				name, gpus, budget, total, staying, strings.Join(parts, ", "), staying+need, total), nil
 		}
 	}
 	return planned{}, "", nil
 }
 
 // replicaMemory is the memoryMiB one replica's claims declare in total
-// (each request's first tier, count × memoryMiB, as the reservation
-// controller reports members), and the most any one device declares.
+// (count x memoryMiB of each request's first tier, as the reservation
+// controller counts members with rsv.ClaimMemoryMiB), and the most any one
+// device declares.
 func replicaMemory(demand []podDemand) (perReplica, largest int64, err error) {
 	for _, d := range demand {
 		for _, spec := range d.Specs {
-			claim := &resourceapi.ResourceClaim{Spec: spec}
-			total, err := rsv.ClaimMemoryMiB(claim)
-			if err != nil {
-				return 0, 0, err
-			}
-			if total != nil {
-				perReplica += int64(d.Pods) * *total
-			}
-			m, err := rsv.ClaimMemoryOf(claim)
+			m, err := rsv.ClaimMemoryOf(&resourceapi.ResourceClaim{Spec: spec})
 			if err != nil {
 				return 0, 0, err
 			}
 			for _, r := range spec.Devices.Requests {
-				ref := r.Name
-				if len(r.FirstAvailable) > 0 {
-					ref += "/" + r.FirstAvailable[0].Name
+				ref, count := r.Name, int64(1)
+				switch {
+				case r.Exactly != nil:
+					count = max(r.Exactly.Count, 1)
+				case len(r.FirstAvailable) > 0:
+					ref, count = r.Name+"/"+r.FirstAvailable[0].Name, max(r.FirstAvailable[0].Count, 1)
 				}
-				if mem := m.For(ref); mem != nil && *mem > largest {
-					largest = *mem
+				if mem := m.For(ref); mem != nil {
+					perReplica += int64(d.Pods) * count * *mem
+					largest = max(largest, *mem)
 				}
 			}
 		}
 	}
 	return perReplica, largest, nil
-}
-
-func joinParts(parts []string) string {
-	switch len(parts) {
-	case 0:
-		return ""
-	case 1:
-		return parts[0]
-	}
-	out := parts[0]
-	for _, p := range parts[1 : len(parts)-1] {
-		out += ", " + p
-	}
-	return out + " and " + parts[len(parts)-1]
 }
