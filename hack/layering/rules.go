@@ -41,6 +41,8 @@ var rules = []rule{
 		Why: "the GPUReservation rules (imported by the Reservation plugin) know no controller; the controller does not depend on the scheduler, the driver or the schedule controller"},
 	{From: "pkg/schedule", Never: []string{"pkg/schedule/controller", "pkg/plugins", "pkg/reservation/controller", "pkg/driver", "pkg/sandbox", "pkg/sim", "pkg/scheduler"},
 		Why: "the DeploySchedule evaluator, validation and preview know no controller; the controller does not depend on the scheduler, the driver or the reservation controller"},
+	{From: "pkg/schedule/targetguard", Only: []string{"pkg/apis"},
+		Why: "the target webhook decides from DeploySchedules alone and issues its own certificate; the controller binary serves it, it knows no controller"},
 	{From: "pkg/poolreport", Never: []string{"pkg/plugins", "pkg/reservation/controller", "pkg/schedule/controller", "pkg/driver", "pkg/sandbox", "pkg/sim"},
 		Why: "the pool report reads objects; it shares no code with the components that write them"},
 	{From: "pkg/whyreport", Never: []string{"pkg/plugins", "pkg/reservation/controller", "pkg/schedule/controller", "pkg/driver", "pkg/sandbox", "pkg/sim"},

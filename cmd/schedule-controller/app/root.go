@@ -36,6 +36,8 @@ func NewRootCommand(stdout, stderr io.Writer) *cobra.Command {
 on a GPU pool by the clock, and offers a dry run that needs no cluster:
 
   run        run the controllers against a cluster, with leader election
+  webhook-certs
+             issue or renew the target webhook's serving certificate (a Job)
   timeline   evaluate a DeploySchedule file over a time range and print every
              intent interval and transition plan (a dry run)
   forecast   set schedules' GPU demand over a time range against a pool of
@@ -50,7 +52,7 @@ on a GPU pool by the clock, and offers a dry run that needs no cluster:
 	root.CompletionOptions.DisableDefaultCmd = true
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newRunCommand(), newTimelineCommand(), newForecastCommand(), newVersionCommand())
+	root.AddCommand(newRunCommand(), newTimelineCommand(), newForecastCommand(), newWebhookCertsCommand(), newVersionCommand())
 	return root
 }
 

@@ -25,6 +25,7 @@ import (
 
 	"github.com/rota-dev/rota/pkg/events"
 	schedulecontroller "github.com/rota-dev/rota/pkg/schedule/controller"
+	"github.com/rota-dev/rota/pkg/schedule/targetguard"
 )
 
 // runOptions are the flags of `run`.
@@ -38,6 +39,7 @@ type runOptions struct {
 	renewDeadline time.Duration
 	retryPeriod   time.Duration
 	endpoints     EndpointOptions
+	webhook       WebhookOptions
 	kubeAPIQPS    float64
 	kubeAPIBurst  int
 	settings      settings
@@ -82,6 +84,9 @@ compare-and-swap and an idempotency key.`,
 		"serve /metrics over TLS (a self-signed certificate) to callers whose bearer token the API server accepts (TokenReview) and who may get /metrics (SubjectAccessReview); "+
 			"the ServiceAccount needs system:auth-delegator")
 	f.StringVar(&o.endpoints.HealthAddress, "health-probe-bind-address", ":8081", "address of /healthz and /readyz for the kubelet's probes (they answer ok, nothing more); empty disables")
+	f.StringVar(&o.webhook.Address, "webhook-bind-address", "",
+		"address of the target webhook (HTTPS, path "+targetguard.Path+"), which the API server asks before it admits this controller's workload and claim-template writes; empty disables")
+	f.StringVar(&o.webhook.CertDir, "webhook-cert-dir", "/etc/rota/webhook", "directory with tls.crt and tls.key of the target webhook (the Secret webhook-certs writes); read again when they change")
 	f.StringVar(&o.settings.GateName, "gate-configmap", schedulecontroller.DefaultGateName, "ConfigMap (in --namespace) whose key 'mode' is off, observe or on")
 	f.DurationVar(&o.settings.PassPeriod, "pass-period", schedulecontroller.DefaultPassPeriod, "how often every schedule is re-checked")
 	f.DurationVar(&o.settings.ProgressPeriod, "progress-period", schedulecontroller.DefaultProgressPeriod, "how often a schedule with a step in flight is looked at")
@@ -127,6 +132,9 @@ func (o *runOptions) run(ctx context.Context) error {
 		return err
 	}
 	defer endpoints.Stop()
+	if _, err := serveWebhook(ctx, o.webhook, dyn); err != nil {
+		return err
+	}
 	// The informers the controllers asked for in their constructors start
 	// with the work, once this replica leads, and stop after every worker
 	// has returned.

@@ -3,7 +3,9 @@ package install
 import (
 	"context"
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -20,8 +22,13 @@ import (
 func images(objs []*unstructured.Unstructured) map[string]string {
 	out := map[string]string{}
 	for _, o := range objs {
+		// A CronJob's pods are in its job template.
+		pod := []string{"spec", "template", "spec"}
+		if o.GetKind() == "CronJob" {
+			pod = []string{"spec", "jobTemplate", "spec", "template", "spec"}
+		}
 		for _, field := range []string{"containers", "initContainers"} {
-			cs, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", field)
+			cs, _, _ := unstructured.NestedSlice(o.Object, append(pod, field)...)
 			for _, c := range cs {
 				m, _ := c.(map[string]any)
 				out[fmt.Sprintf("%s/%s %v", o.GetKind(), o.GetName(), m["name"])] = fmt.Sprint(m["image"])
@@ -37,8 +44,8 @@ func images(objs []*unstructured.Unstructured) map[string]string {
 func TestShippedManifestsPinOneVersion(t *testing.T) {
 	for _, dir := range []string{"", "overlays/canary"} {
 		imgs := images(render(t, dir))
-		if len(imgs) != len(manifests.Images) {
-			t.Errorf("manifests/%s: %d containers %v, want one per image %v", dir, len(imgs), imgs, manifests.Images)
+		if distinct := slices.Compact(slices.Sorted(maps.Values(imgs))); len(distinct) != len(manifests.Images) {
+			t.Errorf("manifests/%s: images %v, want one per image %v", dir, distinct, manifests.Images)
 		}
 		tags := map[string]bool{}
 		for where, img := range imgs {
@@ -85,6 +92,7 @@ func TestReleaseManifestsDryRun(t *testing.T) {
 		want = append(want, registry+"/"+name+":"+version+"@"+digests[name])
 	}
 	sort.Strings(got)
+	got = slices.Compact(got)
 	sort.Strings(want)
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("rota.yaml runs images %v, want %v", got, want)

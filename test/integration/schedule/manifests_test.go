@@ -19,8 +19,9 @@ func TestManifestsAreAccepted(t *testing.T) {
 		}
 		created++
 	}
-	if created != 18 {
-		t.Errorf("created %d objects, want 18 (ServiceAccount, ClusterRole(+Binding), the tenants' aggregated ClusterRoles (2), the system:auth-delegator binding, Role(+Binding), "+
-			"ConfigMap, Deployment, ValidatingAdmissionPolicies rota-schedule-controller-writes and -events, rota-deployschedule-namespaces and -owner (+Bindings))", created)
+	if created != 27 {
+		t.Errorf("created %d objects, want 27 (ServiceAccount, ClusterRole(+Binding), the tenants' aggregated ClusterRoles (2), the system:auth-delegator binding, Role(+Binding), "+
+			"ConfigMap, Deployment, ValidatingAdmissionPolicies rota-schedule-controller-writes and -events, rota-deployschedule-namespaces and -owner (+Bindings), "+
+			"the target webhook's Service and ValidatingWebhookConfiguration, and webhook-certs' ServiceAccount, Role(+Binding), ClusterRole(+Binding), Job and CronJob)", created)
 	}
 }
