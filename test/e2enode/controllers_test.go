@@ -15,6 +15,7 @@ import (
 	"k8s.io/kubernetes/pkg/controller/certificates/rootcacertpublisher"
 	"k8s.io/kubernetes/pkg/controller/daemon"
 	"k8s.io/kubernetes/pkg/controller/deployment"
+	"k8s.io/kubernetes/pkg/controller/job"
 	"k8s.io/kubernetes/pkg/controller/replicaset"
 	"k8s.io/kubernetes/pkg/controller/serviceaccount"
 
@@ -23,7 +24,7 @@ import (
 
 // startControllers runs, in this process, the parts of
 // kube-controller-manager a node's pods need (DaemonSet, Deployment,
-// ReplicaSet, ResourceClaim, the default ServiceAccount and the
+// ReplicaSet, Job, ResourceClaim, the default ServiceAccount and the
 // kube-root-ca.crt ConfigMap of every namespace) and the default
 // kube-scheduler. The returned function stops them.
 func startControllers(ctx context.Context, client kubernetes.Interface, kubeconfig, dir string, rootCA []byte) (func(), error) {
@@ -57,6 +58,12 @@ func startControllers(ctx context.Context, client kubernetes.Interface, kubeconf
 	if err != nil {
 		return fail(fmt.Errorf("deployment controller: %w", err))
 	}
+	// The chart's webhook-certs Job, which writes the target webhook's
+	// certificate (webhook_test.go).
+	jc, err := job.NewController(ctx, client, factory.Core().V1().Pods(), factory.Batch().V1().Jobs(), nil, nil)
+	if err != nil {
+		return fail(fmt.Errorf("job controller: %w", err))
+	}
 	rsc := replicaset.NewReplicaSetController(ctx, factory.Apps().V1().ReplicaSets(), factory.Core().V1().Pods(), client, replicaset.BurstReplicas)
 	sac, err := serviceaccount.NewServiceAccountsController(logger, factory.Core().V1().ServiceAccounts(), factory.Core().V1().Namespaces(), client,
 		serviceaccount.DefaultServiceAccountsControllerOptions())
@@ -72,6 +79,7 @@ func startControllers(ctx context.Context, client kubernetes.Interface, kubeconf
 	wg.Go(func() { ds.Run(ctx, 2) })
 	wg.Go(func() { dc.Run(ctx, 2) })
 	wg.Go(func() { rsc.Run(ctx, 2) })
+	wg.Go(func() { jc.Run(ctx, 1) })
 	wg.Go(func() { sac.Run(ctx, 1) })
 	wg.Go(func() { pub.Run(ctx, 1) })
 	stops = append(stops, func() { wg.Wait(); factory.Shutdown() })
