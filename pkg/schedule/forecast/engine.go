@@ -37,6 +37,9 @@ type run struct {
 	unmatched map[string]bool
 	// placer follows the pods from stretch to stretch.
 	placer placer
+	// startOrder is, per instant, the order in which the schedules'
+	// transitions start or scale up each load then (schedule, then step).
+	startOrder map[int64]map[string]int
 	// quotas answers the transitions' quota checks.
 	quotas *quotaCheck
 	out    *Forecast
@@ -58,7 +61,7 @@ func Run(ctx context.Context, in Input) (*Forecast, error) {
 	in.Schedules = append([]Schedule(nil), in.Schedules...)
 	r := &run{in: &in, pool: newPool(&in), previewr: preview.New(), loads: map[string]*Load{},
 		perPod: map[string][]map[string]int{}, prefer: map[string][]map[string]string{}, unmatched: map[string]bool{},
-		placer: placer{live: map[string][]*livePod{}},
+		placer: placer{live: map[string][]*livePod{}}, startOrder: map[int64]map[string]int{},
 		quotas: newQuotaCheck(in.Quotas)}
 	r.out = &Forecast{From: in.From, To: in.To, Capacity: r.pool.capacity, Nodes: r.pool.nodes, Notes: append([]string(nil), in.Notes...)}
 	r.fixed, r.holders = r.pool.allocatedByModel(in.Allocated)
@@ -72,6 +75,7 @@ func Run(ctx context.Context, in Input) (*Forecast, error) {
 			return nil, fmt.Errorf("schedule %s: %w", s.Key(), err)
 		}
 		timelines[i] = tl
+		r.noteStartOrder(s, tl)
 		byTarget := map[string][]schedule.Interval{}
 		for _, iv := range tl.Intervals {
 			byTarget[iv.Target] = append(byTarget[iv.Target], iv)
@@ -237,4 +241,23 @@ func windowsOf(sched string, tl *schedule.Timeline) []Window {
 		}
 	}
 	return out
+}
+
+// noteStartOrder records the order of the acquire steps of s's
+// transitions: the controller runs them one after another, so the
+// scheduler places their pods in that order.
+func (r *run) noteStartOrder(s *Schedule, tl *schedule.Timeline) {
+	for _, tr := range tl.Transitions {
+		at := tr.At.UnixNano()
+		if r.startOrder[at] == nil {
+			r.startOrder[at] = map[string]int{}
+		}
+		for _, st := range tr.Steps {
+			if l := s.Targets[st.Target]; l != nil && st.Action != schedule.ActionStop {
+				if _, seen := r.startOrder[at][l.Name]; !seen {
+					r.startOrder[at][l.Name] = len(r.startOrder[at])
+				}
+			}
+		}
+	}
 }

@@ -8,6 +8,7 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 
 	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
+	"github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
 	"github.com/rota-dev/rota/pkg/schedule/preview"
 )
 
@@ -161,4 +162,40 @@ func TestWeekOnMixedPoolWritten(t *testing.T) {
 	if !strings.Contains(lines.String(), want) {
 		t.Errorf("JSON lacks %s:\n%s", want, lines.String())
 	}
+}
+
+// TestStartsInStepOrder: the controller runs a transition's starts one
+// after another, in target order, so the scheduler places sdxl (listed
+// first, 4 H100s else 4 A100s) before llama70b (8 GPUs of any model).
+// sdxl takes half the H100 node, and llama70b then finds 4 free GPUs on
+// each node: over-committed by fragmentation, which placing the larger
+// pod first would have hidden.
+func TestStartsInStepOrder(t *testing.T) {
+	in := weekInput(t, func(ds *v1alpha1.DeploySchedule) {
+		addSDXL(ds)
+		n := len(ds.Spec.Targets)
+		ds.Spec.Targets = append(ds.Spec.Targets[n-1:], ds.Spec.Targets[:n-1]...)
+	}, map[string]*Load{"sdxl": {Name: week + "sdxl", Replica: tiered(4, "H100", "A100"), Replicas: 1}})
+	in.Always = nil
+	mixedPool(&in)
+	f := runForecast(t, in)
+	mon := f.Segments[1]
+	if !mon.From.Equal(at(19, 8, 0)) || modelText(mon.Loads[week+"sdxl"]) != "H100=4" || len(mon.Unplaced) != 1 ||
+		mon.Unplaced[0].Load != week+"llama70b" || mon.Unplaced[0].Reason != ReasonFragmentation {
+		t.Errorf("Monday 08:00: sdxl on %v, unplaced %+v; want sdxl on 4 H100s and llama70b left out by fragmentation",
+			mon.Loads[week+"sdxl"], mon.Unplaced)
+	}
+	if len(f.Overcommits) == 0 || f.Overcommits[0].Reason != ReasonFragmentation {
+		t.Errorf("over-commits %+v, want llama70b's by fragmentation", f.Overcommits)
+	}
+}
+
+func modelText(per map[string]int) string {
+	var parts []string
+	for _, m := range []string{"A100", "H100"} {
+		if per[m] > 0 {
+			parts = append(parts, fmt.Sprintf("%s=%d", m, per[m]))
+		}
+	}
+	return strings.Join(parts, " ")
 }

@@ -36,8 +36,9 @@ type placer struct {
 // place brings the pods up to seg.Running (a load scaled down loses its
 // waiting pods first, then its last placed ones), places the waiting ones
 // (those that waited before first, then the workloads no schedule touches,
-// then the largest pods) and fills in seg's demand, per-node GPUs,
-// fallbacks and unplaced pods.
+// then the targets in the order their transitions' steps start them, then
+// the largest pods) and fills in seg's demand, per-node GPUs, fallbacks
+// and unplaced pods.
 func (r *run) place(ctx context.Context, seg *Segment) {
 	var waiting, fresh []*livePod
 	names := sets.List(sets.KeySet(r.placer.live).Union(sets.KeySet(seg.Running)))
@@ -55,10 +56,19 @@ func (r *run) place(ctx context.Context, seg *Segment) {
 			}
 		}
 	}
+	order := r.startOrder[seg.From.UnixNano()]
 	sort.SliceStable(fresh, func(i, j int) bool {
 		a, b := fresh[i], fresh[j]
 		if aa, ab := r.always(a.load), r.always(b.load); aa != ab {
 			return aa
+		}
+		oa, inA := order[a.load]
+		ob, inB := order[b.load]
+		switch {
+		case inA && inB && oa != ob:
+			return oa < ob
+		case inA != inB:
+			return inA
 		}
 		return r.gpus(a) > r.gpus(b)
 	})
