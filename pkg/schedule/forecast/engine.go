@@ -8,6 +8,8 @@ import (
 	"sort"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
+
 	"github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
 	"github.com/rota-dev/rota/pkg/schedule"
 	"github.com/rota-dev/rota/pkg/schedule/preview"
@@ -37,6 +39,8 @@ type run struct {
 	unmatched map[string]bool
 	// placer follows the pods from stretch to stretch.
 	placer placer
+	// nodeList are the nodes pods are placed on (nodes()), once.
+	nodeList []*v1.Node
 	// startOrder is, per instant, the order in which the schedules'
 	// transitions start or scale up each load then (schedule, then step).
 	startOrder map[int64]map[string]int

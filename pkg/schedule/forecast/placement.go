@@ -72,9 +72,7 @@ func (r *run) place(ctx context.Context, seg *Segment) {
 		}
 		return r.gpus(a) > r.gpus(b)
 	})
-	for _, group := range groups(append(waiting, fresh...)) {
-		r.placeGroup(ctx, group)
-	}
+	r.placeAll(ctx, groups(append(waiting, fresh...)))
 	r.fill(seg)
 }
 
@@ -125,6 +123,32 @@ func groups(pods []*livePod) [][]*livePod {
 	return out
 }
 
+// placeAll places the groups' pods, in order, on top of the allocated
+// claims and every pod placed before, in one preview. When the allocator
+// refuses some load's claims, each group is placed on its own instead
+// (placeGroup).
+func (r *run) placeAll(ctx context.Context, groups [][]*livePod) {
+	if len(groups) == 0 {
+		return
+	}
+	demands := make([]preview.Demand, len(groups))
+	for i, g := range groups {
+		demands[i] = preview.Demand{PodClaims: r.loads[g[0].load].Replica[g[0].template].PodClaims, Pods: len(g)}
+	}
+	res, err := r.previewr.Check(ctx, r.previewInputs(), demands...)
+	if err != nil {
+		for _, g := range groups {
+			r.placeGroup(ctx, g)
+		}
+		return
+	}
+	i := 0
+	for _, g := range groups {
+		r.settle(g, res.Pods[i:i+len(g)], res.Message)
+		i += len(g)
+	}
+}
+
 // placeGroup places pods of one load and template on top of the allocated
 // claims and every pod placed so far. A load whose claims the allocator
 // refuses (a selector it cannot evaluate) is said so in a note and from
@@ -132,23 +156,37 @@ func groups(pods []*livePod) [][]*livePod {
 func (r *run) placeGroup(ctx context.Context, pods []*livePod) {
 	load := pods[0].load
 	d := preview.Demand{PodClaims: r.loads[load].Replica[pods[0].template].PodClaims, Pods: len(pods)}
-	res, err := r.previewr.Check(ctx, preview.Inputs{Nodes: r.nodes(), Slices: r.in.Slices, Claims: r.claims(), Classes: r.in.Classes}, d)
+	res, err := r.previewr.Check(ctx, r.previewInputs(), d)
 	if err != nil {
 		r.out.Notes = append(r.out.Notes, fmt.Sprintf("%s not placed per node: %v", load, err))
 		r.unmatched[load] = true
 		delete(r.placer.live, load)
 		return
 	}
+	r.settle(pods, res.Pods, res.Message)
+}
+
+// settle records where the preview put pods; message is its answer, with
+// the free GPUs per node, for those it could not place.
+func (r *run) settle(pods []*livePod, at []preview.Placement, message string) {
 	for i, p := range pods {
-		at := res.Pods[i]
-		if at.Node == "" {
-			p.shortage = at.Shortage
+		if at[i].Node == "" {
+			p.shortage = at[i].Shortage
 			p.detail = fmt.Sprintf("a pod of %s (%d GPUs) fits on no node once the running workloads and the pods before it are placed; %s",
-				load, r.gpus(p), res.Message)
+				p.load, r.gpus(p), message)
 			continue
 		}
-		p.at, p.shortage, p.detail = &at, "", ""
+		p.at, p.shortage, p.detail = &at[i], "", ""
 	}
+}
+
+// previewInputs are the pool with the allocated claims and those of every
+// placed pod.
+func (r *run) previewInputs() preview.Inputs {
+	if r.nodeList == nil {
+		r.nodeList = r.nodes()
+	}
+	return preview.Inputs{Nodes: r.nodeList, Slices: r.in.Slices, Claims: r.claims(), Classes: r.in.Classes}
 }
 
 // claims are the allocated claims and those of every placed pod.

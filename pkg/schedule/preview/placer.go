@@ -22,7 +22,6 @@ type placer struct {
 	shared     []*resourceapi.ResourceSlice
 	index      *gpupool.Slices
 	classes    ClassLister
-	matches    *gpupool.MatchCache
 	taken      *taken
 }
 
@@ -35,7 +34,7 @@ func newPlacer(p *Previewer, in Inputs) *placer {
 	}
 	nodeSlices, shared := slicesByNode(in.Slices)
 	return &placer{p: p, nodes: schedulableNodes(in.Nodes), nodeSlices: nodeSlices, shared: shared,
-		index: gpupool.NewSlices(in.Slices), classes: in.Classes, matches: gpupool.NewMatchCache(), taken: t}
+		index: p.slices.Get(in.Slices), classes: in.Classes, taken: t}
 }
 
 // candidate is one node's allocation for the pod being placed.
@@ -48,16 +47,17 @@ type candidate struct {
 // allocator gives them devices, marks those devices taken and says where
 // they went; a pod that fits nowhere gets the reason instead.
 func (pl *placer) place(ctx context.Context, claims []*resourceapi.ResourceClaim) (Placement, error) {
-	ranked := rankedRequests(claims)
-	var best *candidate
-	for _, node := range pl.nodes {
-		c, err := pl.try(ctx, node, claims, ranked)
-		if err != nil {
-			return Placement{}, err
+	best, err := pl.best(ctx, claims, true)
+	if err == nil && best != nil && best.results == nil {
+		// Counting chose the node; the allocator picks the devices there.
+		// Should it disagree, every node is asked.
+		best, err = pl.try(ctx, pl.node(best.rank.Node), claims, rankedRequests(claims))
+		if err == nil && best == nil {
+			best, err = pl.best(ctx, claims, false)
 		}
-		if c != nil && (best == nil || gpupool.CompareRanks(c.rank, best.rank) < 0) {
-			best = c
-		}
+	}
+	if err != nil {
+		return Placement{}, err
 	}
 	if best == nil {
 		shortage, err := pl.shortage(ctx, claims)
@@ -73,6 +73,62 @@ func (pl *placer) place(ctx context.Context, claims []*resourceapi.ResourceClaim
 		out.Devices = append(out.Devices, pl.devices(ci, claim, alloc.Devices.Results)...)
 	}
 	return out, nil
+}
+
+// best ranks every node for the claims and returns the first, nil when
+// none fits. With count, a node the allocator's answer is known on by
+// counting (the fast path Tiering takes: a countable claim shape, a plain
+// node, no shared slices) is ranked without running the allocator, and
+// the candidate then has no results.
+func (pl *placer) best(ctx context.Context, claims []*resourceapi.ResourceClaim, count bool) (*candidate, error) {
+	ranked := rankedRequests(claims)
+	count = count && gpupool.CountableClaimShape(claims) && !pl.index.HasSharedSlices()
+	var best *candidate
+	for _, node := range pl.nodes {
+		var c *candidate
+		var err error
+		if count && pl.index.Plain(node.Name) {
+			c, err = pl.count(ctx, node.Name, ranked[0])
+		} else {
+			c, err = pl.try(ctx, node, claims, ranked)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if c != nil && (best == nil || gpupool.CompareRanks(c.rank, best.rank) < 0) {
+			best = c
+		}
+	}
+	return best, nil
+}
+
+// count ranks node for a countable claim's one request: its first tier
+// with enough free matching devices is the one the allocator picks.
+func (pl *placer) count(ctx context.Context, node string, req gpupool.Request) (*candidate, error) {
+	matchers := map[string]*gpupool.Matcher{}
+	for ti, tier := range req.Tiers {
+		m, err := pl.matcher(matchers, tier)
+		if err != nil {
+			return nil, err
+		}
+		free, err := gpupool.CountFreeMatching(ctx, pl.index.ByNode[node], pl.free, m, tier.Tolerations)
+		if err != nil {
+			return nil, err
+		}
+		if int64(free) >= tier.Count {
+			return &candidate{rank: gpupool.NodeRank{Node: node, Tier: ti, Stranded: free - int(tier.Count), Feasible: true}}, nil
+		}
+	}
+	return nil, nil
+}
+
+func (pl *placer) node(name string) *v1.Node {
+	for _, n := range pl.nodes {
+		if n.Name == name {
+			return n
+		}
+	}
+	return nil
 }
 
 // try runs the allocator for the claims on node and ranks the answer; nil
@@ -137,7 +193,7 @@ func (pl *placer) matcher(cache map[string]*gpupool.Matcher, tier gpupool.Tier) 
 	if m, ok := cache[key]; ok {
 		return m, nil
 	}
-	m, err := gpupool.NewMatcher(pl.classes, pl.p.celCache, pl.matches, tier)
+	m, err := gpupool.NewMatcher(pl.classes, pl.p.celCache, pl.p.matches, tier)
 	if err != nil {
 		return nil, err
 	}

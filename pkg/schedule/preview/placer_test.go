@@ -130,3 +130,43 @@ func TestCheckReturnsAllocatedClaims(t *testing.T) {
 		t.Errorf("after the 8 H100s are held: %s, want the A100 tier", got)
 	}
 }
+
+// TestCountingAgreesWithAllocator: where a claim's allocation is decided
+// by counting (Tiering's fast path), the node counting ranks first is the
+// one ranking every node's allocator answer gives, with the same rank.
+func TestCountingAgreesWithAllocator(t *testing.T) {
+	ctx := context.Background()
+	specs := map[string]resourceapi.ResourceClaimSpec{
+		"2 H100 else A100": firstOf(2, "H100", "A100"),
+		"4 H100 else A100": firstOf(4, "H100", "A100"),
+		"6 H100":           firstOf(6, "H100"),
+		"3 of any":         gpus(3),
+		"5 of any":         gpus(5),
+	}
+	pools := map[string]Inputs{
+		"free":          mixed(),
+		"H100s in use":  mixed(allocated("z-node", 0, 1, 2, 3, 4)),
+		"A100s in use":  mixed(allocated("a-node", 0, 1)),
+		"little of all": mixed(allocated("a-node", 0, 1, 2), allocated("z-node", 0, 1, 2, 3, 4, 5, 6)),
+	}
+	for pool, in := range pools {
+		for name, spec := range specs {
+			pl := newPlacer(New(), in)
+			claims := podClaims([]resourceapi.ResourceClaimSpec{spec}, 0, 0)
+			counted, err := pl.best(ctx, claims, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			allocated, err := pl.best(ctx, claims, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case (counted == nil) != (allocated == nil):
+				t.Errorf("%s, %s: counting found %v, the allocator %v", pool, name, counted, allocated)
+			case counted != nil && counted.rank != allocated.rank:
+				t.Errorf("%s, %s: counting ranks %+v first, the allocator %+v", pool, name, counted.rank, allocated.rank)
+			}
+		}
+	}
+}

@@ -99,6 +99,12 @@ type Device struct {
 type Previewer struct {
 	features structured.Features
 	celCache *cel.Cache
+	// matches remembers selector results per device object across
+	// previews: callers hand the same slice objects again and again.
+	matches *gpupool.MatchCache
+	// slices keeps the index of the last slices previewed, rebuilt only
+	// when other slice objects come.
+	slices gpupool.SliceCache
 }
 
 // New returns a Previewer with the allocator features that Kubernetes 1.37
@@ -114,6 +120,7 @@ func New() *Previewer {
 			PrioritizedList:        true,
 		},
 		celCache: cel.NewCache(32, gpupool.DefaultCELFeatures()),
+		matches:  gpupool.NewMatchCache(),
 	}
 }
 
