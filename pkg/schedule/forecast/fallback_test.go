@@ -140,15 +140,23 @@ func TestRunningPodsStay(t *testing.T) {
 	}
 }
 
-// TestWeekOnMixedPoolWritten: the table and the JSON lines name the
-// fallback.
+// TestWeekOnMixedPoolWritten: the table, the JSON lines and the page name
+// the fallback.
 func TestWeekOnMixedPoolWritten(t *testing.T) {
 	in := weekInput(t, nil, nil)
 	mixedPool(&in)
 	f := runForecast(t, in)
-	var table, lines strings.Builder
+	var table, lines, page strings.Builder
 	if err := WriteTable(&table, f, hcm); err != nil {
 		t.Fatal(err)
+	}
+	if err := WriteHTML(&page, f, hcm, "mixed pool"); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"On a fallback model", `<tr class="fallback">`, "2 × A100 instead of H100"} {
+		if !strings.Contains(page.String(), want) {
+			t.Errorf("page lacks %q", want)
+		}
 	}
 	if err := WriteJSON(&lines, f, hcm); err != nil {
 		t.Fatal(err)

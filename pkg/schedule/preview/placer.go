@@ -23,6 +23,8 @@ type placer struct {
 	index      *gpupool.Slices
 	classes    ClassLister
 	taken      *taken
+	// matchers are the compiled tiers, by class and selectors.
+	matchers map[string]*gpupool.Matcher
 }
 
 func newPlacer(p *Previewer, in Inputs) *placer {
@@ -34,7 +36,7 @@ func newPlacer(p *Previewer, in Inputs) *placer {
 	}
 	nodeSlices, shared := slicesByNode(in.Slices)
 	return &placer{p: p, nodes: schedulableNodes(in.Nodes), nodeSlices: nodeSlices, shared: shared,
-		index: p.slices.Get(in.Slices), classes: in.Classes, taken: t}
+		index: p.slices.Get(in.Slices), classes: in.Classes, taken: t, matchers: map[string]*gpupool.Matcher{}}
 }
 
 // candidate is one node's allocation for the pod being placed.
@@ -105,9 +107,8 @@ func (pl *placer) best(ctx context.Context, claims []*resourceapi.ResourceClaim,
 // count ranks node for a countable claim's one request: its first tier
 // with enough free matching devices is the one the allocator picks.
 func (pl *placer) count(ctx context.Context, node string, req gpupool.Request) (*candidate, error) {
-	matchers := map[string]*gpupool.Matcher{}
 	for ti, tier := range req.Tiers {
-		m, err := pl.matcher(matchers, tier)
+		m, err := pl.matcher(tier)
 		if err != nil {
 			return nil, err
 		}
@@ -155,9 +156,8 @@ func (pl *placer) try(ctx context.Context, node *v1.Node, claims []*resourceapi.
 	if len(results) != len(claims) {
 		return nil, nil
 	}
-	matchers := map[string]*gpupool.Matcher{}
 	rank, err := gpupool.RankAllocation(node.Name, claims, results, ranked, func(_ string, tier gpupool.Tier) (int, error) {
-		m, err := pl.matcher(matchers, tier)
+		m, err := pl.matcher(tier)
 		if err != nil {
 			return 0, err
 		}
@@ -187,17 +187,17 @@ func rankedRequests(claims []*resourceapi.ResourceClaim) []gpupool.Request {
 
 func (pl *placer) free(id structured.DeviceID) bool { return !pl.taken.dedicated.Has(id) }
 
-// matcher compiles a tier's class and selectors once per cache.
-func (pl *placer) matcher(cache map[string]*gpupool.Matcher, tier gpupool.Tier) (*gpupool.Matcher, error) {
+// matcher compiles a tier's class and selectors once per placer.
+func (pl *placer) matcher(tier gpupool.Tier) (*gpupool.Matcher, error) {
 	key := tier.Class + "\x00" + strings.Join(tier.Selectors, "\x00")
-	if m, ok := cache[key]; ok {
+	if m, ok := pl.matchers[key]; ok {
 		return m, nil
 	}
 	m, err := gpupool.NewMatcher(pl.classes, pl.p.celCache, pl.p.matches, tier)
 	if err != nil {
 		return nil, err
 	}
-	cache[key] = m
+	pl.matchers[key] = m
 	return m, nil
 }
 
@@ -231,12 +231,11 @@ func (pl *placer) shortage(ctx context.Context, claims []*resourceapi.ResourceCl
 	for id, d := range pl.index.ByID {
 		all = append(all, gpupool.NodeDevice{ID: id, Device: d})
 	}
-	matchers := map[string]*gpupool.Matcher{}
 	for _, c := range claims {
 		for _, req := range gpupool.ClaimRequests(c) {
 			enough := false
 			for _, tier := range req.Tiers {
-				m, err := pl.matcher(matchers, tier)
+				m, err := pl.matcher(tier)
 				if err != nil {
 					return "", err
 				}
