@@ -7,9 +7,22 @@ import (
 
 // check records seg's over-commits: one per model that the pods finding
 // no node ask for at first choice, by count when one of them finds too
-// few free GPUs of any model it accepts, else by fragmentation.
+// few free GPUs of any model it accepts, else by fragmentation; and by
+// count for a model whose GPUs exceed its capacity without those pods
+// (the loads the forecast cannot place count at first choice).
 func (r *run) check(seg *Segment) {
 	reasons, details := map[string]string{}, map[string]string{}
+	rest := maps.Clone(seg.Demand)
+	for _, u := range seg.Unplaced {
+		for model, n := range u.GPUs {
+			rest[model] -= n
+		}
+	}
+	for model, n := range rest {
+		if n > r.out.Capacity[model] {
+			reasons[model] = ReasonCount
+		}
+	}
 	for _, u := range seg.Unplaced {
 		for model := range u.GPUs {
 			if reasons[model] != ReasonCount {

@@ -207,3 +207,27 @@ func modelText(per map[string]int) string {
 	}
 	return strings.Join(parts, " ")
 }
+
+// TestUnplaceableLoadStillCounts: a workload the forecast cannot place (a
+// request of its claim matches no GPU of the pool, so no node would ever
+// take it) still counts what its other requests ask for, at first choice:
+// 6 H100s beside qwen32b and md-bge-embed over-commit the 10 H100s by
+// count, every night.
+func TestUnplaceableLoadStillCounts(t *testing.T) {
+	in := weekInput(t, nil, nil)
+	claim := gpus(6)
+	claim[0].PodClaims[0].Devices.Requests = append(claim[0].PodClaims[0].Devices.Requests, resourceapi.DeviceRequest{
+		Name: "l4", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: gpuv1.DeviceClassName, Count: 1,
+			Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{
+				Expression: `device.attributes["gpu.rota.dev"].model == "L4"`}}}},
+	})
+	in.Always = append(in.Always, Load{Name: "mallory/Deployment/x", Replica: claim, Replicas: 1})
+	f := runForecast(t, in)
+	if len(f.Overcommits) == 0 {
+		t.Fatal("no over-commit, want the nights by count")
+	}
+	first := f.Overcommits[0]
+	if first.Reason != ReasonCount || first.Demand != 14 || first.Capacity != 10 || !first.From.Equal(at(19, 0, 0)) {
+		t.Errorf("first over-commit %+v, want 14 of 10 by count from Monday 00:00", first)
+	}
+}

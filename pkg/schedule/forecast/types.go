@@ -92,7 +92,8 @@ type Forecast struct {
 	// Transitions are every schedule's transitions in the range, in time
 	// order, with their peak per model.
 	Transitions []Transition
-	// Uses are the models each load's pods take GPUs of, by load name.
+	// Uses are the models each load's pods take GPUs of, by load name:
+	// their first choice and every model they are placed on.
 	Uses map[string]map[string]bool
 	// Windows are the schedule windows active in the range (for drawing).
 	Windows []Window
