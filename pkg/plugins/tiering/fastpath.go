@@ -27,25 +27,9 @@ import (
 // checks the two against each other.
 
 // simpleClaimShape reports whether the pod's unallocated claims have the
-// shape the fast path ranks exactly.
+// shape the fast path ranks exactly (gpupool.SimpleClaimShape).
 func simpleClaimShape(claims []*resourceapi.ResourceClaim) bool {
-	if len(claims) != 1 {
-		return false
-	}
-	spec := claims[0].Spec.Devices
-	if len(spec.Constraints) != 0 || len(spec.Requests) != 1 {
-		return false
-	}
-	req := spec.Requests[0]
-	if req.Exactly != nil || len(req.FirstAvailable) == 0 {
-		return false
-	}
-	for _, sub := range req.FirstAvailable {
-		if sub.AllocationMode != resourceapi.DeviceAllocationModeExactCount || sub.Capacity != nil {
-			return false
-		}
-	}
-	return true
+	return gpupool.SimpleClaimShape(claims)
 }
 
 // fastPathFor reports whether node can be ranked by counting.

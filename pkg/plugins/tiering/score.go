@@ -1,11 +1,9 @@
 package tiering
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
@@ -19,37 +17,12 @@ import (
 )
 
 // nodeRank is what Tiering knows about one feasible node. Nodes are ordered
-// by tier, then fit, then name; that order is the whole placement contract.
-type nodeRank struct {
-	Node string
-	// Tier is the sum over the pod's tiered requests of the index of the
-	// subrequest the allocator picks on this node (0 = every request gets
-	// its first choice). Lower is better.
-	Tier int
-	// Stranded counts the free, untainted devices on the node that match
-	// the chosen subrequests and stay unused after this placement. Lower
-	// is better: filling a partly used node keeps whole nodes free.
-	Stranded int
-	// Feasible is false when the allocator found no allocation here.
-	Feasible bool
-}
+// by tier, then fit, then name (gpupool.CompareRanks); that order is the
+// whole placement contract, and the capacity preview ranks by it too.
+type nodeRank = gpupool.NodeRank
 
-// less is the documented total order: feasible before infeasible, lower
-// tier, fewer stranded devices, then node name. Node names are unique, so
-// no two nodes compare equal.
-func less(a, b nodeRank) int {
-	if a.Feasible != b.Feasible {
-		if a.Feasible {
-			return -1
-		}
-		return 1
-	}
-	return cmp.Or(
-		cmp.Compare(a.Tier, b.Tier),
-		cmp.Compare(a.Stranded, b.Stranded),
-		strings.Compare(a.Node, b.Node),
-	)
-}
+// less is gpupool.CompareRanks, the documented total order.
+func less(a, b nodeRank) int { return gpupool.CompareRanks(a, b) }
 
 // rankScores orders the nodes and gives each a distinct score for the first
 // fwk.MaxScore+1 positions: MaxScore for the best node, one less
@@ -134,32 +107,9 @@ func (pl *Tiering) rankNode(ctx context.Context, s *preFilterState, inv *gpupool
 		// here such a node merely ranks last.
 		return r, nil //nolint:nilerr // ranked last, reported by DynamicResources
 	}
-	r.Feasible = true
-	for ci, claim := range s.claims {
-		used := map[string]int{} // subrequest ref -> devices granted
-		for _, res := range results[ci].Devices.Results {
-			used[res.Request]++
-		}
-		for _, req := range s.requests {
-			if req.Claim != claim {
-				continue
-			}
-			for ti, tier := range req.Tiers {
-				ref := req.Ref(ti)
-				n, ok := used[ref]
-				if !ok {
-					continue
-				}
-				r.Tier += ti
-				free, err := pl.freeMatching(ctx, inv, node.Name, ref, tier, matchers)
-				if err != nil {
-					return r, err
-				}
-				r.Stranded += max(free-n, 0)
-			}
-		}
-	}
-	return r, nil
+	return gpupool.RankAllocation(node.Name, s.claims, results, s.requests, func(ref string, tier gpupool.Tier) (int, error) {
+		return pl.freeMatching(ctx, inv, node.Name, ref, tier, matchers)
+	})
 }
 
 // freeMatching counts the node's unallocated, untainted devices that a
@@ -176,20 +126,7 @@ func (pl *Tiering) freeMatching(ctx context.Context, inv *gpupool.Inventory, nod
 		v, _ = matchers.LoadOrStore(ref, nm)
 		m = v.(*gpupool.Matcher)
 	}
-	free := 0
-	for _, nd := range inv.ByNode[node] {
-		if !inv.Free(nd.ID) || gpupool.BlockingTaint(nd.Device, tier.Tolerations) != nil {
-			continue
-		}
-		failing, err := m.FirstFailing(ctx, nd.ID.Driver.String(), nd.Device)
-		if err != nil {
-			return 0, err
-		}
-		if failing == "" {
-			free++
-		}
-	}
-	return free, nil
+	return gpupool.CountFreeMatching(ctx, inv.ByNode[node], inv.Free, m, tier.Tolerations)
 }
 
 // Score returns the score PreScore computed for the node.

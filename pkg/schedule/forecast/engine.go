@@ -8,6 +8,8 @@ import (
 	"sort"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
+
 	"github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
 	"github.com/rota-dev/rota/pkg/schedule"
 	"github.com/rota-dev/rota/pkg/schedule/preview"
@@ -22,17 +24,26 @@ type run struct {
 	// pod template (the order of Load.Replica).
 	loads  map[string]*Load
 	perPod map[string][]map[string]int
+	// prefer is each load's first-choice model per pod template and
+	// request (requestKey).
+	prefer map[string][]map[string]string
 	// fixed is what the allocated claims hold, per model.
 	fixed map[string]int
 	// fixedNodes is fixed per node and model.
 	fixedNodes map[string]map[string]int
 	// holders name the pods behind fixed, per model.
 	holders map[string][]string
-	// unmatched are the loads with a request no device matches: counted
-	// for what matches, never packed (no node would ever fit them).
+	// unmatched are the loads with a request no device matches, or whose
+	// claims the allocator refuses: counted at first choice for what
+	// matches, never placed.
 	unmatched map[string]bool
-	// packed remembers packing answers by running set.
-	packed map[string]packResult
+	// placer follows the pods from stretch to stretch.
+	placer placer
+	// nodeList are the nodes pods are placed on (nodes()), once.
+	nodeList []*v1.Node
+	// startOrder is, per instant, the order in which the schedules'
+	// transitions start or scale up each load then (schedule, then step).
+	startOrder map[int64]map[string]int
 	// quotas answers the transitions' quota checks.
 	quotas *quotaCheck
 	out    *Forecast
@@ -53,7 +64,8 @@ func Run(ctx context.Context, in Input) (*Forecast, error) {
 	// The schedules are copied: a target left out is removed from the copy.
 	in.Schedules = append([]Schedule(nil), in.Schedules...)
 	r := &run{in: &in, pool: newPool(&in), previewr: preview.New(), loads: map[string]*Load{},
-		perPod: map[string][]map[string]int{}, packed: map[string]packResult{}, unmatched: map[string]bool{},
+		perPod: map[string][]map[string]int{}, prefer: map[string][]map[string]string{}, unmatched: map[string]bool{},
+		placer: placer{live: map[string][]*livePod{}}, startOrder: map[int64]map[string]int{},
 		quotas: newQuotaCheck(in.Quotas)}
 	r.out = &Forecast{From: in.From, To: in.To, Capacity: r.pool.capacity, Nodes: r.pool.nodes, Notes: append([]string(nil), in.Notes...)}
 	r.fixed, r.holders = r.pool.allocatedByModel(in.Allocated)
@@ -67,6 +79,7 @@ func Run(ctx context.Context, in Input) (*Forecast, error) {
 			return nil, fmt.Errorf("schedule %s: %w", s.Key(), err)
 		}
 		timelines[i] = tl
+		r.noteStartOrder(s, tl)
 		byTarget := map[string][]schedule.Interval{}
 		for _, iv := range tl.Intervals {
 			byTarget[iv.Target] = append(byTarget[iv.Target], iv)
@@ -94,14 +107,26 @@ func Run(ctx context.Context, in Input) (*Forecast, error) {
 		always = append(always, in.Always[i])
 	}
 	in.Always = always
-	if err := r.segments(ctx, steps); err != nil {
-		return nil, err
-	}
-	r.transitions(timelines)
+	r.segments(ctx, steps)
 	r.out.Uses = map[string]map[string]bool{}
 	for name := range r.loads {
-		r.out.Uses[name] = r.modelsOf(map[string]bool{name: true})
+		r.out.Uses[name] = map[string]bool{}
+		for _, per := range r.perPod[name] {
+			for m := range per {
+				r.out.Uses[name][m] = true
+			}
+		}
 	}
+	for _, seg := range r.out.Segments {
+		for name, per := range seg.Loads {
+			for m, n := range per {
+				if n > 0 {
+					r.out.Uses[name][m] = true
+				}
+			}
+		}
+	}
+	r.transitions(timelines)
 	r.out.Models = r.models()
 	return r.out, nil
 }
@@ -113,8 +138,9 @@ func (r *run) addLoad(ctx context.Context, l *Load) error {
 	l = &Load{Name: l.Name, Replica: defaulted(l.Replica), Replicas: l.Replicas, Namespace: l.Namespace, Alias: l.Alias}
 	r.loads[l.Name] = l
 	per := make([]map[string]int, len(l.Replica))
+	prefer := make([]map[string]string, len(l.Replica))
 	for i, d := range l.Replica {
-		m, notes, err := r.pool.perPod(ctx, d.PodClaims)
+		m, first, notes, err := r.pool.perPod(ctx, d.PodClaims)
 		if err != nil {
 			return fmt.Errorf("%s: %w", l.Name, err)
 		}
@@ -122,9 +148,9 @@ func (r *run) addLoad(ctx context.Context, l *Load) error {
 			r.out.Notes = append(r.out.Notes, l.Name+": "+n)
 			r.unmatched[l.Name] = true
 		}
-		per[i] = m
+		per[i], prefer[i] = m, first
 	}
-	r.perPod[l.Name] = per
+	r.perPod[l.Name], r.prefer[l.Name] = per, prefer
 	return nil
 }
 
@@ -140,8 +166,9 @@ func (r *run) replicas(load string, in schedule.Intent) int32 {
 }
 
 // segments sweeps the instants where some target's intent changes and
-// records the demand of each stretch between them, then its over-commits.
-func (r *run) segments(ctx context.Context, steps []loadSteps) error {
+// places the pods of each stretch between them, in time order, then
+// records its over-commits and fallbacks.
+func (r *run) segments(ctx context.Context, steps []loadSteps) {
 	// Keyed by instant, not time.Time: schedules in different zones give
 	// equal instants with different locations.
 	cuts := map[int64]time.Time{r.in.From.UnixNano(): r.in.From}
@@ -178,23 +205,12 @@ func (r *run) segments(ctx context.Context, steps []loadSteps) error {
 				running[ls.load] = n
 			}
 		}
-		seg := Segment{From: at, To: end, Demand: r.demand(running), Running: running}
-		if err := r.check(ctx, &seg); err != nil {
-			return err
-		}
+		seg := Segment{From: at, To: end, Running: running}
+		r.place(ctx, &seg)
+		r.check(&seg)
+		r.recordFallbacks(seg)
 		r.out.Segments = append(r.out.Segments, seg)
 	}
-	return nil
-}
-
-// demand is the GPUs per model that the running loads and the allocated
-// claims ask for.
-func (r *run) demand(running map[string]int32) map[string]int {
-	out := r.loadDemand(running)
-	for model, n := range r.fixed {
-		out[model] += n
-	}
-	return out
 }
 
 // models are the models with capacity or demand, sorted.
@@ -229,4 +245,23 @@ func windowsOf(sched string, tl *schedule.Timeline) []Window {
 		}
 	}
 	return out
+}
+
+// noteStartOrder records the order of the acquire steps of s's
+// transitions: the controller runs them one after another, so the
+// scheduler places their pods in that order.
+func (r *run) noteStartOrder(s *Schedule, tl *schedule.Timeline) {
+	for _, tr := range tl.Transitions {
+		at := tr.At.UnixNano()
+		if r.startOrder[at] == nil {
+			r.startOrder[at] = map[string]int{}
+		}
+		for _, st := range tr.Steps {
+			if l := s.Targets[st.Target]; l != nil && st.Action != schedule.ActionStop {
+				if _, seen := r.startOrder[at][l.Name]; !seen {
+					r.startOrder[at][l.Name] = len(r.startOrder[at])
+				}
+			}
+		}
+	}
 }

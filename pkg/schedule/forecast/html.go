@@ -47,6 +47,7 @@ svg text{font-size:11px}
 		p.model(m)
 	}
 	p.overcommitTable()
+	p.fallbackTable()
 	p.warningTable()
 	p.transitionTable()
 	p.b.WriteString("</body></html>\n")
@@ -180,6 +181,18 @@ func (p *page) overcommitTable() {
 		fmt.Fprintf(&p.b, `<tr class="over"><td>%s</td><td>%s</td><td>%s</td><td>%d / %d</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>`+"\n",
 			p.at(oc.From, "Mon 2006-01-02 15:04"), p.at(oc.To, "Mon 2006-01-02 15:04"), esc(ModelLabel(oc.Model)), oc.Demand, oc.Capacity,
 			esc(oc.Reason), esc(strings.Join(oc.Targets, ", ")), esc(strings.Join(oc.Others, ", ")), esc(oc.Detail))
+	}
+	p.b.WriteString("</table>\n")
+}
+
+func (p *page) fallbackTable() {
+	if len(p.f.Fallbacks) == 0 {
+		return
+	}
+	p.b.WriteString("<h2>On a fallback model</h2><table><tr><th>from</th><th>to</th><th>workload</th><th>GPUs</th></tr>\n")
+	for _, fb := range p.f.Fallbacks {
+		fmt.Fprintf(&p.b, `<tr class="fallback"><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>`+"\n",
+			p.at(fb.From, "Mon 2006-01-02 15:04"), p.at(fb.To, "Mon 2006-01-02 15:04"), esc(fb.Load), esc(fb.Text()))
 	}
 	p.b.WriteString("</table>\n")
 }

@@ -45,29 +45,34 @@ func newPool(in *Input) *pool {
 }
 
 // perPod returns the GPUs per model that one pod with these claim specs
-// takes. Each request counts for the first of its tiers that some device
-// of the pool matches (the allocator's firstAvailable order), on the model
-// most of the matching devices have; a request nothing matches is returned
-// as a note and counts nowhere.
-func (p *pool) perPod(ctx context.Context, specs []resourceapi.ResourceClaimSpec) (map[string]int, []string, error) {
-	out := map[string]int{}
+// asks for at first choice, and that first-choice model per request
+// (keyed by requestKey). Each request counts for the first of its tiers
+// that some device of the pool matches (the allocator's firstAvailable
+// order), on the model most of the matching devices have; a request
+// nothing matches is returned as a note and counts nowhere.
+func (p *pool) perPod(ctx context.Context, specs []resourceapi.ResourceClaimSpec) (map[string]int, map[string]string, []string, error) {
+	out, prefer := map[string]int{}, map[string]string{}
 	var notes []string
 	for i := range specs {
 		claim := &resourceapi.ResourceClaim{Spec: specs[i]}
 		for _, req := range gpupool.ClaimRequests(claim) {
 			model, count, err := p.resolve(ctx, req)
 			if err != nil {
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
 			if model == "" && count == 0 {
 				notes = append(notes, fmt.Sprintf("request %q matches no healthy GPU of the pool", req.Name))
 				continue
 			}
 			out[model] += count
+			prefer[requestKey(i, req.Name)] = model
 		}
 	}
-	return out, notes, nil
+	return out, prefer, notes, nil
 }
+
+// requestKey names request req of a pod's claim-th claim.
+func requestKey(claim int, req string) string { return fmt.Sprintf("%d/%s", claim, req) }
 
 // resolve picks the tier of req that the pool can serve and its model.
 func (p *pool) resolve(ctx context.Context, req gpupool.Request) (string, int, error) {

@@ -32,7 +32,7 @@ func (f *Forecast) series(model string, byNode bool) []Point {
 	for _, s := range f.Segments {
 		var loads []string
 		for name := range s.Running {
-			if f.Uses[name][model] {
+			if s.Loads != nil && s.Loads[name][model] > 0 || s.Loads == nil && f.Uses[name][model] {
 				loads = append(loads, name)
 			}
 		}
@@ -94,3 +94,26 @@ func perNodeText(p Point) string {
 // Collisions are the overcommits' schedules and targets, for a message:
 // "ns/schedule/target, …".
 func (o Overcommit) Collisions() string { return strings.Join(o.Targets, ", ") }
+
+// Text is "2 × A100 instead of H100" with the tier when there is one:
+// "2 × A100 (tier 2/2 a100) instead of H100".
+func (fb Fallback) Text() string {
+	on := ModelLabel(fb.Model)
+	if fb.Tier != "" {
+		on += " (tier " + fb.Tier + ")"
+	}
+	return fmt.Sprintf("%d × %s instead of %s", fb.GPUs, on, ModelLabel(fb.Preferred))
+}
+
+// Text is "1 pod of serving/s/sdxl (4 × H100)".
+func (u Unplaced) Text() string {
+	var gpus []string
+	for _, m := range slices.Sorted(maps.Keys(u.GPUs)) {
+		gpus = append(gpus, fmt.Sprintf("%d × %s", u.GPUs[m], ModelLabel(m)))
+	}
+	pods := "pods"
+	if u.Pods == 1 {
+		pods = "pod"
+	}
+	return fmt.Sprintf("%d %s of %s (%s)", u.Pods, pods, u.Load, strings.Join(gpus, ", "))
+}

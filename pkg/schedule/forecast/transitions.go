@@ -37,6 +37,7 @@ func (r *run) transitions(timelines []*schedule.Timeline) {
 		s := &r.in.Schedules[i]
 		for _, tr := range tl.Transitions {
 			sw := &swap{s: s, tr: tr, before: segs.running(tr.At, false), mine: map[string]bool{}, peak: map[string]int{}}
+			bseg, aseg := segs.segment(tr.At, false), segs.segment(tr.At, true)
 			cur := make(map[string]int32, len(tr.Steps))
 			for _, st := range tr.Steps {
 				if l := s.Targets[st.Target]; l != nil {
@@ -44,11 +45,11 @@ func (r *run) transitions(timelines []*schedule.Timeline) {
 					cur[l.Name] = sw.before[l.Name]
 				}
 			}
-			sw.peak = r.loadDemand(cur)
+			sw.peak = r.stageDemand(cur, bseg, aseg)
 			for _, st := range tr.Steps {
 				if l := s.Targets[st.Target]; l != nil {
 					cur[l.Name] = r.afterStep(l, st)
-					for m, n := range r.loadDemand(cur) {
+					for m, n := range r.stageDemand(cur, bseg, aseg) {
 						sw.peak[m] = max(sw.peak[m], n)
 					}
 				}
@@ -110,7 +111,7 @@ func (r *run) instantDemand(segs segmentIndex, swaps []*swap) instantDemand {
 		}
 	}
 	d.peak = maps.Clone(d.before)
-	for m, n := range r.loadDemand(changing) {
+	for m, n := range r.stageDemand(changing, segs.segment(at, false), nil) {
 		d.peak[m] -= n
 	}
 	for _, sw := range swaps {
@@ -165,18 +166,49 @@ func (x segmentIndex) demand(r *run, t time.Time, after bool) map[string]int {
 	if i, ok := x.find(t, after); ok {
 		return maps.Clone(x.segments[i].Demand)
 	}
-	return r.demand(map[string]int32{})
+	out := maps.Clone(r.fixed)
+	if out == nil {
+		out = map[string]int{}
+	}
+	return out
 }
 
-// loadDemand is what the running loads ask for, without the fixed claims.
-func (r *run) loadDemand(running map[string]int32) map[string]int {
+// segment is the segment that ends at t (after: that starts at t), nil if
+// none.
+func (x segmentIndex) segment(t time.Time, after bool) *Segment {
+	if i, ok := x.find(t, after); ok {
+		return &x.segments[i]
+	}
+	return nil
+}
+
+// stageDemand is what the running loads ask for, without the fixed
+// claims, while a transition's steps run: a load at the replicas it ran
+// before the instant (or runs after it) takes the GPUs it was (or is)
+// placed on then; at other replicas it counts at first choice.
+func (r *run) stageDemand(running map[string]int32, before, after *Segment) map[string]int {
 	out := map[string]int{}
 	for name, n := range running {
-		for i, per := range r.perPod[name] {
-			pods := int(n) * r.loads[name].Replica[i].Pods
-			for model, c := range per {
-				out[model] += pods * c
+		if n <= 0 {
+			continue
+		}
+		var placed map[string]int
+		switch {
+		case before != nil && before.Running[name] == n:
+			placed = before.Loads[name]
+		case after != nil && after.Running[name] == n:
+			placed = after.Loads[name]
+		default:
+			for i, per := range r.perPod[name] {
+				pods := int(n) * r.loads[name].Replica[i].Pods
+				for model, c := range per {
+					out[model] += pods * c
+				}
 			}
+			continue
+		}
+		for model, c := range placed {
+			out[model] += c
 		}
 	}
 	return out
@@ -204,14 +236,13 @@ func (r *run) afterStep(l *Load, st schedule.Step) int32 {
 	}
 }
 
-// modelsOf are the models the named loads use.
+// modelsOf are the models the named loads use, at first choice or where
+// they are placed.
 func (r *run) modelsOf(loads map[string]bool) map[string]bool {
 	out := map[string]bool{}
 	for name := range loads {
-		for _, per := range r.perPod[name] {
-			for m := range per {
-				out[m] = true
-			}
+		for m := range r.out.Uses[name] {
+			out[m] = true
 		}
 	}
 	return out

@@ -12,11 +12,12 @@ import (
 
 // Reasons of an over-committed window.
 const (
-	// ReasonCount: the model's demand exceeds its healthy, unreserved GPUs.
-	ReasonCount = "count"
-	// ReasonFragmentation: the count fits, but some pod's claims find no
-	// node with enough free devices.
-	ReasonFragmentation = "fragmentation"
+	// ReasonCount: some pod finds too few free GPUs, on every node
+	// together, of any model its claims accept.
+	ReasonCount = preview.ShortageCount
+	// ReasonFragmentation: the pool has enough free GPUs for every pod's
+	// claims, but no single node has them for some pod.
+	ReasonFragmentation = preview.ShortageFragmentation
 )
 
 // Load is a workload whose pods ask for GPUs: a schedule's target, or a
@@ -85,10 +86,14 @@ type Forecast struct {
 	Segments []Segment
 	// Overcommits are the over-committed windows, in time order.
 	Overcommits []Overcommit
+	// Fallbacks are the stretches where a load runs on a fallback model,
+	// neighbouring stretches of the same load, model and GPUs merged.
+	Fallbacks []FallbackWindow
 	// Transitions are every schedule's transitions in the range, in time
 	// order, with their peak per model.
 	Transitions []Transition
-	// Uses are the models each load's pods take GPUs of, by load name.
+	// Uses are the models each load's pods take GPUs of, by load name:
+	// their first choice and every model they are placed on.
 	Uses map[string]map[string]bool
 	// Windows are the schedule windows active in the range (for drawing).
 	Windows []Window
@@ -103,14 +108,48 @@ type Forecast struct {
 // Segment is a stretch of constant demand.
 type Segment struct {
 	From, To time.Time
-	// Demand is the GPUs asked for per model.
+	// Demand is the GPUs per model: those the pods are placed on (the
+	// scheduler's choice, fallback tiers included), the allocated
+	// claims', and, for a pod that finds no node, its first choice.
 	Demand map[string]int
 	// Running are the loads with their replicas (> 0), by name.
 	Running map[string]int32
-	// Nodes are the GPUs per node and model where the capacity preview
-	// places every pod (first fit, largest first) with the allocated
-	// claims; nil when some pod finds no node or the count is over.
+	// Loads are Demand per load and model, the allocated claims left out.
+	Loads map[string]map[string]int
+	// Nodes are the GPUs per node and model where the pods are placed,
+	// with the allocated claims; nil when some pod finds no node.
 	Nodes map[string]map[string]int
+	// Fallbacks are the loads with GPUs of a model other than their first
+	// choice, by load name and model.
+	Fallbacks []Fallback
+	// Unplaced are the loads with pods that find no node.
+	Unplaced []Unplaced
+}
+
+// Fallback is a load's GPUs on a model it accepts but does not prefer: a
+// later firstAvailable tier, or, for a request that several models
+// satisfy, a model other than the one most matching GPUs of the pool have.
+type Fallback struct {
+	Load string
+	// Model is where the GPUs are, Preferred the load's first choice.
+	Model, Preferred string
+	// Tier is the subrequest that got them, "2/2 a100" ("" for a request
+	// without alternatives).
+	Tier string
+	GPUs int
+}
+
+// Unplaced is a load's pods that find no node in a stretch.
+type Unplaced struct {
+	Load string
+	Pods int
+	// GPUs are what the pods ask for, per model of first choice.
+	GPUs map[string]int
+	// Reason is ReasonCount when some request has too few free GPUs of
+	// every model it accepts, else ReasonFragmentation.
+	Reason string
+	// Detail gives the free GPUs per node once the other pods are placed.
+	Detail string
 }
 
 // Overcommit is one window where demand exceeds what the pool can give.
@@ -125,6 +164,15 @@ type Overcommit struct {
 	// Detail explains a fragmentation: the pod that found no node and the
 	// free GPUs per node.
 	Detail string
+}
+
+// FallbackWindow is a Fallback over [From, To).
+type FallbackWindow struct {
+	From, To time.Time
+	Fallback
+	// Target is true for a schedule's target, false for a workload no
+	// schedule touches.
+	Target bool
 }
 
 // Transition is one schedule's transition and the demand while it runs.

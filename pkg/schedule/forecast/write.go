@@ -20,7 +20,20 @@ const (
 	RecordOvercommit = "overcommit"
 	RecordWarning    = "warning"
 	RecordNode       = "node"
+	RecordFallback   = "fallback"
 )
+
+type fallbackRecord struct {
+	Type      string `json:"type"`
+	Load      string `json:"load"`
+	Target    bool   `json:"target"`
+	From      string `json:"from"`
+	To        string `json:"to"`
+	Model     string `json:"model"`
+	Preferred string `json:"preferred"`
+	Tier      string `json:"tier,omitempty"`
+	GPUs      int    `json:"gpus"`
+}
 
 type nodeRecord struct {
 	Type     string `json:"type"`
@@ -80,7 +93,9 @@ type overcommitRecord struct {
 // changes; a "node" record per model, node and stretch where the pods pack
 // and the node's demand changes; a "transition" record per transition and
 // model it touches; an "overcommit" record per over-committed window; a
-// "warning" record per refusal the controller will make at a transition.
+// "fallback" record per window where a load runs on a model other than
+// its first choice; a "warning" record per refusal the controller will
+// make at a transition.
 func WriteJSON(w io.Writer, f *Forecast, loc *time.Location) error {
 	enc := json.NewEncoder(w)
 	ts := func(t time.Time) string { return t.In(loc).Format(time.RFC3339) }
@@ -121,6 +136,12 @@ func WriteJSON(w io.Writer, f *Forecast, loc *time.Location) error {
 			return err
 		}
 	}
+	for _, fb := range f.Fallbacks {
+		rec := fallbackRecord{RecordFallback, fb.Load, fb.Target, ts(fb.From), ts(fb.To), fb.Model, fb.Preferred, fb.Tier, fb.GPUs}
+		if err := enc.Encode(rec); err != nil {
+			return err
+		}
+	}
 	for _, w := range f.Warnings {
 		if err := enc.Encode(warningRecord{RecordWarning, w.Reason, w.Schedule, w.Target, ts(w.At), w.Message}); err != nil {
 			return err
@@ -143,8 +164,9 @@ func stepTexts(steps []schedule.Step) []string {
 const tableTime = "Mon 01-02 15:04"
 
 // WriteTable writes the forecast for people, times in loc: the pool, the
-// demand of each model over time, the transitions and the over-committed
-// windows.
+// demand of each model over time, the transitions, the loads on a
+// fallback model, and the over-committed windows with the pods that find
+// no node.
 func WriteTable(w io.Writer, f *Forecast, loc *time.Location) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	at := func(t time.Time) string { return t.In(loc).Format(tableTime) }
@@ -175,6 +197,12 @@ func WriteTable(w io.Writer, f *Forecast, loc *time.Location) error {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", at(tr.At), tr.Schedule, strings.Join(stepTexts(tr.Steps), ", "), strings.Join(parts, "; "))
 	}
+	if len(f.Fallbacks) > 0 {
+		fmt.Fprintln(tw, "\nFALLBACK FROM\tTO\tWORKLOAD\tON")
+		for _, fb := range f.Fallbacks {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", at(fb.From), at(fb.To), fb.Load, fb.Text())
+		}
+	}
 	if len(f.Overcommits) == 0 {
 		fmt.Fprintln(tw, "\nNo over-commit: every window fits the pool by count and per node.")
 	} else {
@@ -185,6 +213,11 @@ func WriteTable(w io.Writer, f *Forecast, loc *time.Location) error {
 		for _, oc := range f.Overcommits {
 			if oc.Detail != "" {
 				fmt.Fprintf(tw, "  %s: %s\n", at(oc.From), oc.Detail)
+			}
+		}
+		for _, seg := range f.Segments {
+			for _, u := range seg.Unplaced {
+				fmt.Fprintf(tw, "  %s: %s not placed (%s)\n", at(seg.From), u.Text(), u.Reason)
 			}
 		}
 	}

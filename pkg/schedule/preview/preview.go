@@ -1,9 +1,11 @@
 // Package preview answers, read-only, whether N more pods with given
-// ResourceClaims fit the GPU pool now: it runs the real DRA structured
-// allocator (k8s.io/dynamic-resource-allocation/structured) node by node
-// against the current ResourceSlices and the devices already allocated, so a
-// pool whose free GPUs are split across nodes (fragmentation) is answered
-// correctly. It writes nothing; the scheduler still makes the real placement.
+// ResourceClaims fit the GPU pool now, and where they would go: it runs the
+// real DRA structured allocator (k8s.io/dynamic-resource-allocation/structured)
+// node by node against the current ResourceSlices and the devices already
+// allocated, and puts each pod on the node the Tiering plugin would rank
+// first, so a pool whose free GPUs are split across nodes (fragmentation)
+// or that serves a pod from a fallback tier is answered correctly. It
+// writes nothing; the scheduler still makes the real placement.
 package preview
 
 import (
@@ -38,19 +40,71 @@ type Demand struct {
 	Pods      int
 }
 
+// Reasons a pod finds no node (Placement.Shortage).
+const (
+	// ShortageCount: for some request of the pod, no acceptable tier has
+	// enough free devices in the whole pool.
+	ShortageCount = "count"
+	// ShortageFragmentation: every request has enough free devices in the
+	// pool, but no single node offers them all.
+	ShortageFragmentation = "fragmentation"
+)
+
 // Result says whether the demand fits and where.
 type Result struct {
 	Fits bool
 	// Nodes is the node chosen for each placed pod, in order.
 	Nodes []string
+	// Pods are every pod of the demands, in order, with where it goes.
+	Pods []Placement
 	// Message explains the answer with numbers.
 	Message string
+}
+
+// Placement is where one pod of the demands goes.
+type Placement struct {
+	// Demand is the index of the pod's demand in the call, Pod its index
+	// within that demand.
+	Demand, Pod int
+	// Node is the node the pod goes to, "" when none fits it.
+	Node string
+	// Devices are the devices its claims get, in the order of the claims
+	// and their allocation results.
+	Devices []Device
+	// Claims are the pod's claims with the allocation found; nil when the
+	// pod is not placed.
+	Claims []*resourceapi.ResourceClaim
+	// Shortage says why a pod that is not placed finds no node:
+	// ShortageCount or ShortageFragmentation.
+	Shortage string
+}
+
+// Device is one device given to a placed pod.
+type Device struct {
+	ID structured.DeviceID
+	// Model is the device's model attribute, "" when it has none.
+	Model string
+	// Claim is the index of the pod's claim that got the device.
+	Claim int
+	// Request is the claim's request; Tier is the index of the
+	// firstAvailable subrequest that got the device (0 for a request
+	// without alternatives), of Tiers; TierName is that subrequest's name.
+	Request  string
+	Tier     int
+	Tiers    int
+	TierName string
 }
 
 // Previewer holds what can be reused across previews.
 type Previewer struct {
 	features structured.Features
 	celCache *cel.Cache
+	// matches remembers selector results per device object across
+	// previews: callers hand the same slice objects again and again.
+	matches *gpupool.MatchCache
+	// slices keeps the index of the last slices previewed, rebuilt only
+	// when other slice objects come.
+	slices gpupool.SliceCache
 }
 
 // New returns a Previewer with the allocator features that Kubernetes 1.37
@@ -65,15 +119,18 @@ func New() *Previewer {
 			PartitionableDevices:   true,
 			PrioritizedList:        true,
 		},
-		celCache: cel.NewCache(32, cel.Features{EnableConsumableCapacity: true}),
+		celCache: cel.NewCache(32, gpupool.DefaultCELFeatures()),
+		matches:  gpupool.NewMatchCache(),
 	}
 }
 
-// Check places the demands in order, pod by pod, each pod on the first node
-// (by name) where the allocator finds devices for all of the pod's claims,
-// counting the devices given to earlier pods as taken. Several demands
-// describe pods of different shapes (a LeaderWorkerSet's leaders and
-// workers).
+// Check places the demands in order, pod by pod, each pod on the node the
+// Tiering plugin would rank first (gpupool.CompareRanks: best tier, fewest
+// stranded devices, name) among those where the allocator finds devices
+// for all of the pod's claims, counting the devices given to earlier pods
+// as taken. A pod no node fits is left out with the reason, and the pods
+// after it are still placed. Several demands describe pods of different
+// shapes (a LeaderWorkerSet's leaders and workers).
 func (p *Previewer) Check(ctx context.Context, in Inputs, demands ...Demand) (Result, error) {
 	total := 0
 	for _, d := range demands {
@@ -84,73 +141,32 @@ func (p *Previewer) Check(ctx context.Context, in Inputs, demands ...Demand) (Re
 	if total == 0 {
 		return Result{Fits: true, Message: "no devices needed"}, nil
 	}
-	taken := newTaken()
-	for _, c := range in.Claims {
-		if c.Status.Allocation == nil {
-			continue
-		}
-		taken.add(c.Status.Allocation.Devices.Results)
-	}
-	allocated := taken.dedicated
-	nodes := schedulableNodes(in.Nodes)
-	nodeSlices, shared := slicesByNode(in.Slices)
-	classes := ClassLister(in.Classes)
+	pl := newPlacer(p, in)
 	var res Result
-	pod := 0
-	for _, d := range demands {
+	for di, d := range demands {
 		if len(d.PodClaims) == 0 {
 			continue
 		}
 		for i := 0; i < d.Pods; i++ {
-			node, err := p.place(ctx, nodes, shared, nodeSlices, classes, taken, podClaims(d.PodClaims, pod))
+			at, err := pl.place(ctx, podClaims(d.PodClaims, di, i))
 			if err != nil {
 				return Result{}, err
 			}
-			if node == "" {
-				res.Message = fmt.Sprintf("%d of %d pods fit; free devices per node: %s",
-					pod, total, freeSummary(in.Slices, allocated))
-				return res, nil
+			at.Demand, at.Pod = di, i
+			if at.Node != "" {
+				res.Nodes = append(res.Nodes, at.Node)
 			}
-			res.Nodes = append(res.Nodes, node)
-			pod++
+			res.Pods = append(res.Pods, at)
 		}
+	}
+	if len(res.Nodes) < total {
+		res.Message = fmt.Sprintf("%d of %d pods fit; free devices per node: %s",
+			len(res.Nodes), total, freeSummary(in.Slices, pl.taken.dedicated))
+		return res, nil
 	}
 	res.Fits = true
 	res.Message = fmt.Sprintf("%d pods fit on %s", total, strings.Join(res.Nodes, ", "))
 	return res, nil
-}
-
-// place finds the first node where the allocator gives the claims devices,
-// marks those devices taken and returns the node ("" if none fits).
-func (p *Previewer) place(ctx context.Context, nodes []*v1.Node, shared []*resourceapi.ResourceSlice,
-	nodeSlices map[string][]*resourceapi.ResourceSlice, classes structured.DeviceClassLister, taken *taken, claims []*resourceapi.ResourceClaim) (string, error) {
-	for _, node := range nodes {
-		slices := append(append([]*resourceapi.ResourceSlice{}, shared...), nodeSlices[node.Name]...)
-		if len(slices) == 0 {
-			continue
-		}
-		state := structured.AllocatedState{
-			AllocatedDevices:         taken.dedicated,
-			AllocatedSharedDeviceIDs: taken.shares,
-			AggregatedCapacity:       taken.capacity.Clone(),
-		}
-		alloc, err := structured.NewAllocator(ctx, p.features, state, classes, slices, p.celCache)
-		if err != nil {
-			return "", fmt.Errorf("create allocator: %w", err)
-		}
-		results, err := alloc.Allocate(ctx, node, claims)
-		if err != nil {
-			return "", fmt.Errorf("preview allocation on node %s: %w", node.Name, err)
-		}
-		if len(results) != len(claims) {
-			continue
-		}
-		for _, r := range results {
-			taken.add(r.Devices.Results)
-		}
-		return node.Name, nil
-	}
-	return "", nil
 }
 
 // taken is what allocations hold, split as the scheduler splits it: a
@@ -210,12 +226,12 @@ func slicesByNode(slices []*resourceapi.ResourceSlice) (map[string][]*resourceap
 }
 
 // podClaims builds the unallocated claims of the pod-th pod of a demand.
-func podClaims(specs []resourceapi.ResourceClaimSpec, pod int) []*resourceapi.ResourceClaim {
+func podClaims(specs []resourceapi.ResourceClaimSpec, demand, pod int) []*resourceapi.ResourceClaim {
 	out := make([]*resourceapi.ResourceClaim, len(specs))
 	for i := range specs {
 		c := &resourceapi.ResourceClaim{Spec: *specs[i].DeepCopy()}
-		c.Name = fmt.Sprintf("preview-%d-%d", pod, i)
-		c.UID = types.UID(fmt.Sprintf("preview-uid-%d-%d", pod, i))
+		c.Name = fmt.Sprintf("preview-%d-%d-%d", demand, pod, i)
+		c.UID = types.UID(fmt.Sprintf("preview-uid-%d-%d-%d", demand, pod, i))
 		out[i] = c
 	}
 	return out

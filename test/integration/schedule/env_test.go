@@ -74,12 +74,22 @@ func newEnv(t *testing.T, start time.Time, nodes map[string]int) *env {
 // example one that authorizes with RBAC).
 func newEnvOn(t *testing.T, cp *framework.ControlPlane, start time.Time, nodes map[string]int) *env {
 	t.Helper()
+	gpus := make(map[string][]framework.GPU, len(nodes))
+	for name, n := range nodes {
+		gpus[name] = framework.GPUs(framework.H100, n)
+	}
+	return newEnvGPUs(t, cp, start, gpus)
+}
+
+// newEnvGPUs is newEnvOn with each node's GPUs given (mixed models).
+func newEnvGPUs(t *testing.T, cp *framework.ControlPlane, start time.Time, nodes map[string][]framework.GPU) *env {
+	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
 	e := &env{t: t, ctx: ctx, cp: cp, clock: clocktesting.NewFakeClock(start)}
 	var objs []any
 	objs = append(objs, framework.DeviceClass(), framework.DeploySchedulesNamespace(ns), framework.Namespace(gateNS))
-	for name, n := range nodes {
-		objs = append(objs, framework.Node(name), framework.GPUSlice(name, framework.GPUs(framework.H100, n)...))
+	for name, gpus := range nodes {
+		objs = append(objs, framework.Node(name), framework.GPUSlice(name, gpus...))
 	}
 	cp.Create(t, objs...)
 	e.setGate("on")
