@@ -30,6 +30,9 @@ profiles:
     preFilter:
       enabled:
       - name: Fairness
+    filter:
+      enabled:
+      - name: Tiering
     bind:
       enabled:
       - name: Tiering
@@ -48,6 +51,9 @@ profiles:
   - name: Tiering
     args:
       policyVersion: {{ $p.tiering.policyVersion | quote }}
+      {{- if $p.tiering.disablePruning }}
+      disablePruning: true
+      {{- end }}
   - name: Quota
     args:
       {{- with $p.quota.modelAttribute }}

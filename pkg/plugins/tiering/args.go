@@ -24,6 +24,13 @@ type TieringArgs struct {
 	// (event, annotation, failure message) quotes it, so that a decision can
 	// be traced back to the configuration that made it.
 	PolicyVersion string `json:"policyVersion,omitempty"`
+
+	// DisablePruning turns tier-aware pruning off (docs/tiering.md,
+	// "Pruning"): every node then goes through every Filter plugin, as
+	// before pruning existed. Placements are the same either way; the
+	// switch exists to compare the two paths and to rule pruning out when
+	// investigating a placement.
+	DisablePruning bool `json:"disablePruning,omitempty"`
 }
 
 // DeepCopyObject implements runtime.Object.

@@ -22,6 +22,10 @@ func TestDecodeArgs(t *testing.T) {
 			in:   &runtime.Unknown{Raw: []byte(`{"policyVersion":"2026-11-29"}`), ContentType: runtime.ContentTypeJSON},
 			want: &TieringArgs{PolicyVersion: "2026-11-29"},
 		},
+		"pruning switched off": {
+			in:   &runtime.Unknown{Raw: []byte(`{"policyVersion":"v1","disablePruning":true}`), ContentType: runtime.ContentTypeJSON},
+			want: &TieringArgs{PolicyVersion: "v1", DisablePruning: true},
+		},
 		"typed args": {
 			in:   &TieringArgs{PolicyVersion: "v7"},
 			want: &TieringArgs{PolicyVersion: "v7"},

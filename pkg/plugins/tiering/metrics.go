@@ -20,6 +20,7 @@ type pluginMetrics struct {
 	healthRechecks  *metrics.CounterVec
 	bindingFailures *metrics.CounterVec
 	timeToPlacement *metrics.Histogram
+	prunedNodes     *metrics.Counter
 }
 
 // newMetrics builds an unregistered set; tests use it directly.
@@ -64,6 +65,12 @@ func newMetrics() *pluginMetrics {
 			Buckets:        metrics.ExponentialBuckets(0.01, 2, 16),
 			StabilityLevel: metrics.ALPHA,
 		}),
+		prunedNodes: metrics.NewCounter(&metrics.CounterOpts{
+			Subsystem:      metricsSubsystem,
+			Name:           "pruned_nodes_total",
+			Help:           "Nodes that Tiering's Filter rejected because a node of a better tier was known to pass every filter (tier-aware pruning): no other Filter plugin visited them.",
+			StabilityLevel: metrics.ALPHA,
+		}),
 	}
 }
 
@@ -77,7 +84,7 @@ var (
 func registerMetrics() *pluginMetrics {
 	registerOnce.Do(func() {
 		registered = newMetrics()
-		legacyregistry.MustRegister(registered.placements, registered.firstChoice, registered.rejections, registered.healthRechecks, registered.bindingFailures, registered.timeToPlacement)
+		legacyregistry.MustRegister(registered.placements, registered.firstChoice, registered.rejections, registered.healthRechecks, registered.bindingFailures, registered.timeToPlacement, registered.prunedNodes)
 		registered.initBindingFailures()
 	})
 	return registered

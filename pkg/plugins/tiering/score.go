@@ -73,6 +73,13 @@ func (pl *Tiering) PreScore(ctx context.Context, cs fwk.CycleState, pod *v1.Pod,
 	errs := make([]error, len(nodes))
 	var matchers sync.Map // subrequest ref -> *matcher, shared by the workers
 	pl.handle.Parallelizer().Until(ctx, len(nodes), func(i int) {
+		if s.prune != nil {
+			// PreFilter ranked it already, from the same inventory.
+			if r, ok := s.prune.ranks[nodes[i].Node().Name]; ok {
+				ranks[i] = r
+				return
+			}
+		}
 		ranks[i], errs[i] = pl.rankNode(ctx, s, inv, nodes[i].Node(), &matchers)
 	}, Name)
 	for _, err := range errs {

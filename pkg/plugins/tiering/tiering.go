@@ -7,6 +7,9 @@
 // the same shared DRA state to learn which tier each feasible node would get,
 // ranks the nodes, re-checks device health before binding, binds the pods it
 // placed with their tier on the Binding, and explains the outcome on the pod.
+// Its Filter, first in the profile, keeps nodes that can only give a lower
+// tier than a node known to pass every filter from the other Filter plugins
+// (prune.go).
 package tiering
 
 import (
@@ -36,6 +39,7 @@ const Name = "Tiering"
 
 var (
 	_ fwk.PreFilterPlugin   = &Tiering{}
+	_ fwk.FilterPlugin      = &Tiering{}
 	_ fwk.PreScorePlugin    = &Tiering{}
 	_ fwk.ScorePlugin       = &Tiering{}
 	_ fwk.PostFilterPlugin  = &Tiering{}
@@ -137,6 +141,9 @@ type preFilterState struct {
 	// simple is true when the claims have the shape the fast path ranks
 	// by counting devices (see fastpath.go).
 	simple bool
+	// prune ranks the nodes for tier-aware pruning (prune.go); nil when
+	// the pod is not pruned.
+	prune *pruneState
 }
 
 func (s *preFilterState) Clone() fwk.StateData { return s }
@@ -147,8 +154,9 @@ func getPreFilterState(cs fwk.CycleState) (*preFilterState, error) {
 
 // PreFilter collects the pod's unallocated claims with firstAvailable
 // requests. Pods without such claims are not Tiering's business: Skip.
-// Missing claims are left to DynamicResources, which rejects the pod.
-func (pl *Tiering) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+// Missing claims are left to DynamicResources, which rejects the pod. For
+// a pod it may prune, it ranks the nodes by counting (prune.go).
+func (pl *Tiering) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	if len(pod.Spec.ResourceClaims) == 0 {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
@@ -172,7 +180,15 @@ func (pl *Tiering) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	s.simple = simpleClaimShape(s.claims)
-	klog.FromContext(ctx).V(5).Info("Tiered claims", "pod", klog.KObj(pod), "claims", klog.KObjSlice(s.claims))
+	logger := klog.FromContext(ctx)
+	logger.V(5).Info("Tiered claims", "pod", klog.KObj(pod), "claims", klog.KObjSlice(s.claims))
+	if s.simple && !pl.args.DisablePruning {
+		// Pruning only saves work: when the devices cannot be read or
+		// ranked, every node is filtered, and PreScore reports the error.
+		if err := pl.preparePruning(ctx, cs, s, pod, nodes); err != nil {
+			logger.V(3).Info("Not pruning", "pod", klog.KObj(pod), "err", err)
+		}
+	}
 	cs.Write(preFilterStateKey, s)
 	return nil, nil
 }

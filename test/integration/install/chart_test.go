@@ -190,7 +190,7 @@ func TestChartValues(t *testing.T) {
 		args[p.Name] = p.Args
 	}
 	wantArgs := map[string]map[string]any{
-		"Tiering": {"policyVersion": "tiering-v2"},
+		"Tiering": {"policyVersion": "tiering-v2", "disablePruning": true},
 		"Quota": {"modelAttribute": "gpu.rota.dev/model", "tenants": []any{
 			map[string]any{"namespace": "team-a", "limits": map[string]any{"H100": float64(8), "A100": float64(16)}},
 			map[string]any{"namespace": "team-b", "limits": map[string]any{"H100": float64(2)}, "overLimit": "Refuse"},
