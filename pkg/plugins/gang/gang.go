@@ -84,13 +84,17 @@ func newGang(ctx context.Context, obj runtime.Object, h fwk.Handle, caches *gpup
 	if err != nil {
 		return nil, err
 	}
+	podInformer := h.SharedInformerFactory().Core().V1().Pods()
 	pl := &Gang{
-		handle: h, pods: h.SharedInformerFactory().Core().V1().Pods().Lister(),
+		handle: h, pods: podInformer.Lister(),
 		waitLimit: args.WaitLimit.Duration,
 		writer:    waits.NewWriter(h.ClientSet(), h.EventRecorder(), clock.RealClock{}),
 		caches:    caches,
 		holds:     map[types.NamespacedName]sets.Set[types.UID]{},
 		turns:     newTurns(),
+	}
+	if err := pl.watchCreatedMembers(ctx, podInformer.Informer()); err != nil {
+		return nil, fmt.Errorf("watch gang members: %w", err)
 	}
 	pl.writer.Run(ctx, 1)
 	return pl, nil

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -143,4 +144,31 @@ func TestGangWaitLimitReleasesHolds(t *testing.T) {
 	t.Logf("g3-0 after the wait limit: %s", msg)
 	msg = cp.WaitForWaiting(t, "team-g", "g3-1", "GangIncomplete", "gang g3")
 	t.Logf("g3-1: %s", msg)
+}
+
+// TestGangMemberCreatedLate: a member tried before the rest of its gang
+// exists waits ("waiting for the rest to be created"); creating the last
+// member retries it, even when that member cannot be placed itself (here
+// it asks for a node that does not exist, so no reservation or claim event
+// of its own retries anybody). The event that should retry the first, an
+// unscheduled pod added, reaches other pods' queueing hints in
+// kube-scheduler 1.37 only with the GenericWorkload feature gate (off by
+// default); the Gang plugin's own pod handler activates the members when
+// the gang becomes complete. Without it the first member waited for the
+// queue's five-minute flush: TestGangWaitLimitReleasesHolds failed so when
+// the scheduler tried g3-0 before its informer had g3-1.
+func TestGangMemberCreatedLate(t *testing.T) {
+	cp := gangCluster(t)
+	cp.Create(t, gangPod("team-g", "g5", 0, 2))
+	msg := cp.WaitForPodUnschedulable(t, "team-g", "g5-0", "gang g5 has 1 of 2 members; waiting for the rest to be created")
+	t.Logf("g5-0 alone: %s", msg)
+	// Let the retries that g5-0's own status and annotation writes cause
+	// run out (backoffs of 1 s, then 2 s), so that g5-0 sits among the
+	// unschedulable pods, as it does when the rest of its gang comes later.
+	time.Sleep(5 * time.Second)
+	late := gangPod("team-g", "g5", 1, 2)
+	late.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": "nowhere"}
+	cp.Create(t, late)
+	msg = cp.WaitForWaiting(t, "team-g", "g5-0", "GangIncomplete", "1 of 2 members placed")
+	t.Logf("g5-0 once g5-1 exists: %s", msg)
 }
