@@ -5,17 +5,15 @@ import (
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	rotav1 "github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
 	rsv "github.com/rota-dev/rota/pkg/reservation"
 )
-
-var labelsEverything = labels.Everything()
 
 // usage is the VRAM charged to each held GPU and by how many claims.
 type usage struct {
@@ -97,18 +95,27 @@ func (s *preFilterState) claimUIDs() sets.Set[types.UID] {
 // them: allocations the claim tracker has (written, or assumed after the
 // API call) and allocations made in this scheduler's Reserve and not
 // written yet (pending), skipping the claims in skip. Every claim counts,
-// member or not, for the budget is memory on the GPU.
+// member or not, for the budget is memory on the GPU. The claims read are
+// those the claim index places near res (claimsNear), not every claim.
 func (pl *Reservation) usage(ctx context.Context, res *rotav1.GPUReservation, skip sets.Set[types.UID]) usage {
 	held := rsv.HeldGPUs(res)
 	u := usage{memoryMiB: rsv.Charges{}, claims: map[rsv.HeldGPU]int{}}
 	for g := range held {
 		u.memoryMiB[g] = 0
 	}
-	claims, err := pl.claims.List()
+	keys, err := claimsNear(pl.claimIndex, res, held)
 	if err != nil {
 		klog.FromContext(ctx).Error(err, "Listing claims for the VRAM budget")
 	}
-	for _, c := range claims {
+	for _, key := range keys {
+		ns, name, err := cache.SplitMetaNamespaceKey(key)
+		if err != nil {
+			continue
+		}
+		c, err := pl.claims.Get(ns, name)
+		if err != nil {
+			continue // gone since the informer saw it
+		}
 		if skip.Has(c.UID) {
 			continue
 		}
