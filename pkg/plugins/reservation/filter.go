@@ -107,6 +107,12 @@ func (pl *Reservation) usage(ctx context.Context, res *rotav1.GPUReservation, sk
 	if err != nil {
 		klog.FromContext(ctx).Error(err, "Listing claims for the VRAM budget")
 	}
+	seen := sets.New(keys...)
+	for _, key := range pl.inflight.list() {
+		if !seen.Has(key) {
+			keys = append(keys, key)
+		}
+	}
 	for _, key := range keys {
 		ns, name, err := cache.SplitMetaNamespaceKey(key)
 		if err != nil {
@@ -147,6 +153,7 @@ func (pl *Reservation) Reserve(ctx context.Context, cs fwk.CycleState, pod *v1.P
 	if err != nil {
 		return fwk.AsStatus(err)
 	}
+	pl.trackPending(pod)
 	if s == nil || !s.timeSliced {
 		return nil
 	}
@@ -178,9 +185,24 @@ func (pl *Reservation) Reserve(ctx context.Context, cs fwk.CycleState, pod *v1.P
 	return nil
 }
 
-// Unreserve has nothing to undo: the pending allocations Reserve read are
-// DynamicResources' to drop.
-func (pl *Reservation) Unreserve(context.Context, fwk.CycleState, *v1.Pod, string) {}
+// trackPending records pod's claims that DynamicResources' Reserve (which
+// runs first) allocated, for the budget of every reservation whose GPU they
+// got until the informer shows them allocated (inflightClaims).
+func (pl *Reservation) trackPending(pod *v1.Pod) {
+	for _, c := range pl.podClaims(pod) {
+		if pl.claims.GetPendingAllocation(c.UID) != nil {
+			pl.inflight.add(c.UID, c.Namespace+"/"+c.Name)
+		}
+	}
+}
+
+// Unreserve forgets the pod's in-flight claims; the pending allocations
+// Reserve read are DynamicResources' to drop.
+func (pl *Reservation) Unreserve(_ context.Context, _ fwk.CycleState, pod *v1.Pod, _ string) {
+	for _, c := range pl.podClaims(pod) {
+		pl.inflight.remove(c.UID)
+	}
+}
 
 // PostBind counts the admitted member and forgets any earlier refusal.
 func (pl *Reservation) PostBind(_ context.Context, cs fwk.CycleState, pod *v1.Pod, _ string) {

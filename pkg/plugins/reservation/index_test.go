@@ -149,3 +149,64 @@ func TestAddClaimIndexersTwice(t *testing.T) {
 		}
 	}
 }
+
+// TestInflightClaimCountsUntilInformed: a claim that tolerates no
+// reservation but got a held GPU (its taint not in effect yet) counts
+// against the budget from its pod's Reserve, while the informer does not
+// show its allocation, and no longer once its pod is unreserved; the
+// informer's update showing it allocated hands it to the device index.
+func TestInflightClaimCountsUntilInformed(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	early := claim("team-b", "early", "", 100000)
+	w := world{
+		reservations: []*rotav1.GPUReservation{boundReservation("team-a", "serving", rotav1.ReservationTimeSliced, "md-a")},
+		deployments:  []string{"md-a"},
+		claims:       addClaims(claimMap{}, early, claim("team-a", "c", "team-a.serving", 50000)),
+		pending:      pendingAllocations{},
+	}
+	pl := w.plugin(t)
+	member := pod("team-a", "c-0", "md-a", "c", "")
+	filter := func() string {
+		cs := framework.NewCycleState()
+		if _, st := pl.PreFilter(ctx, cs, member, nil); !st.IsSuccess() {
+			t.Fatalf("PreFilter: %v", st)
+		}
+		return pl.Filter(ctx, cs, member, nodeN1()).Message()
+	}
+	other := pod("team-b", "early-0", "", "early", "")
+	w.pending[early.UID] = allocation(early, "gpu-0")
+	otherState := framework.NewCycleState()
+	if st := pl.Reserve(ctx, otherState, other, "n1"); !st.IsSuccess() {
+		t.Fatalf("Reserve of the other pod: %v", st)
+	}
+	if msg := filter(); !strings.Contains(msg, "claims hold 100000 MiB in 1 claim(s)") {
+		t.Errorf("pending: Filter %q, want the in-flight claim counted", msg)
+	}
+	// Unreserved: DynamicResources drops the allocation, the plugin the claim.
+	delete(w.pending, early.UID)
+	pl.Unreserve(ctx, otherState, other, "n1")
+	if msg := filter(); msg != "" {
+		t.Errorf("unreserved: Filter %q, want admitted", msg)
+	}
+	if got := pl.inflight.list(); len(got) != 0 {
+		t.Errorf("in flight after Unreserve: %v", got)
+	}
+	// Reserved again, written, and the informer's update arrives.
+	w.pending[early.UID] = allocation(early, "gpu-0")
+	if st := pl.Reserve(ctx, otherState, other, "n1"); !st.IsSuccess() {
+		t.Fatalf("Reserve of the other pod: %v", st)
+	}
+	written := allocated(early, "gpu-0")
+	delete(w.pending, early.UID)
+	w.claims["team-b/early"] = written
+	if err := pl.claimIndex.Update(written); err != nil {
+		t.Fatal(err)
+	}
+	pl.inflight.handler().OnUpdate(early, written)
+	if got := pl.inflight.list(); len(got) != 0 {
+		t.Errorf("in flight after the informer showed the allocation: %v", got)
+	}
+	if msg := filter(); !strings.Contains(msg, "claims hold 100000 MiB in 1 claim(s)") {
+		t.Errorf("written: Filter %q, want the claim counted through the device index", msg)
+	}
+}

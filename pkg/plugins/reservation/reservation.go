@@ -72,7 +72,10 @@ type Reservation struct {
 	// claimIndexers: it says which claims may hold a reservation's GPUs,
 	// whose allocations claims (the tracker) then gives.
 	claimIndex cache.Indexer
-	owners     *rsv.Owners
+	// inflight are the claims allocated in Reserve that claimIndex may not
+	// place near their reservation yet.
+	inflight inflightClaims
+	owners   *rsv.Owners
 	// reservations is the GPUReservation informer's store: typed objects
 	// (toTypedReservation) indexed by member (reservationIndexers).
 	reservations cache.Indexer
@@ -157,6 +160,9 @@ func newWithDynamic(ctx context.Context, h fwk.Handle, dyn dynamic.Interface) (f
 		synced:       inf.HasSynced,
 		metrics:      registerMetrics(),
 		refused:      refusalmemo.New(h),
+	}
+	if _, err := claimInf.AddEventHandler(pl.inflight.handler()); err != nil {
+		return nil, fmt.Errorf("%s: claim event handler: %w", Name, err)
 	}
 	factory.Start(ctx.Done())
 	pl.loads = newLoadGate(ctx, h, synced...)
