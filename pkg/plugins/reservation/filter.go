@@ -5,17 +5,15 @@ import (
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	rotav1 "github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
 	rsv "github.com/rota-dev/rota/pkg/reservation"
 )
-
-var labelsEverything = labels.Everything()
 
 // usage is the VRAM charged to each held GPU and by how many claims.
 type usage struct {
@@ -97,18 +95,33 @@ func (s *preFilterState) claimUIDs() sets.Set[types.UID] {
 // them: allocations the claim tracker has (written, or assumed after the
 // API call) and allocations made in this scheduler's Reserve and not
 // written yet (pending), skipping the claims in skip. Every claim counts,
-// member or not, for the budget is memory on the GPU.
+// member or not, for the budget is memory on the GPU. The claims read are
+// those the claim index places near res (claimsNear), not every claim.
 func (pl *Reservation) usage(ctx context.Context, res *rotav1.GPUReservation, skip sets.Set[types.UID]) usage {
 	held := rsv.HeldGPUs(res)
 	u := usage{memoryMiB: rsv.Charges{}, claims: map[rsv.HeldGPU]int{}}
 	for g := range held {
 		u.memoryMiB[g] = 0
 	}
-	claims, err := pl.claims.List()
+	keys, err := claimsNear(pl.claimIndex, res, held)
 	if err != nil {
 		klog.FromContext(ctx).Error(err, "Listing claims for the VRAM budget")
 	}
-	for _, c := range claims {
+	seen := sets.New(keys...)
+	for _, key := range pl.inflight.list() {
+		if !seen.Has(key) {
+			keys = append(keys, key)
+		}
+	}
+	for _, key := range keys {
+		ns, name, err := cache.SplitMetaNamespaceKey(key)
+		if err != nil {
+			continue
+		}
+		c, err := pl.claims.Get(ns, name)
+		if err != nil {
+			continue // gone since the informer saw it
+		}
 		if skip.Has(c.UID) {
 			continue
 		}
@@ -140,6 +153,7 @@ func (pl *Reservation) Reserve(ctx context.Context, cs fwk.CycleState, pod *v1.P
 	if err != nil {
 		return fwk.AsStatus(err)
 	}
+	pl.trackPending(pod)
 	if s == nil || !s.timeSliced {
 		return nil
 	}
@@ -171,9 +185,24 @@ func (pl *Reservation) Reserve(ctx context.Context, cs fwk.CycleState, pod *v1.P
 	return nil
 }
 
-// Unreserve has nothing to undo: the pending allocations Reserve read are
-// DynamicResources' to drop.
-func (pl *Reservation) Unreserve(context.Context, fwk.CycleState, *v1.Pod, string) {}
+// trackPending records pod's claims that DynamicResources' Reserve (which
+// runs first) allocated, for the budget of every reservation whose GPU they
+// got until the informer shows them allocated (inflightClaims).
+func (pl *Reservation) trackPending(pod *v1.Pod) {
+	for _, c := range pl.podClaims(pod) {
+		if pl.claims.GetPendingAllocation(c.UID) != nil {
+			pl.inflight.add(c.UID, c.Namespace+"/"+c.Name)
+		}
+	}
+}
+
+// Unreserve forgets the pod's in-flight claims; the pending allocations
+// Reserve read are DynamicResources' to drop.
+func (pl *Reservation) Unreserve(_ context.Context, _ fwk.CycleState, pod *v1.Pod, _ string) {
+	for _, c := range pl.podClaims(pod) {
+		pl.inflight.remove(c.UID)
+	}
+}
 
 // PostBind counts the admitted member and forgets any earlier refusal.
 func (pl *Reservation) PostBind(_ context.Context, cs fwk.CycleState, pod *v1.Pod, _ string) {

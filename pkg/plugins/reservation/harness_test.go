@@ -66,13 +66,26 @@ type world struct {
 
 func (w world) plugin(t testing.TB) *Reservation {
 	t.Helper()
-	resIdx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	// The stores as the plugin's informers fill them: reservations come
+	// through the transform, claims are indexed as they are at the start
+	// (the tracker, which tests change, gives their current state).
+	resIdx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, reservationIndexers())
 	for _, r := range w.reservations {
 		u, err := rsv.ToUnstructured(r)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := resIdx.Add(u); err != nil {
+		obj, err := toTypedReservation(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := resIdx.Add(obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	claimIdx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, claimIndexers())
+	for _, c := range w.claims {
+		if err := claimIdx.Add(c); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -96,7 +109,8 @@ func (w world) plugin(t testing.TB) *Reservation {
 		w.pending = pendingAllocations{}
 	}
 	return &Reservation{
-		claims: tracker{claims: w.claims, pending: w.pending},
+		claims:     tracker{claims: w.claims, pending: w.pending},
+		claimIndex: claimIdx,
 		owners: &rsv.Owners{
 			ReplicaSets:  appslisters.NewReplicaSetLister(rsIdx),
 			Deployments:  appslisters.NewDeploymentLister(depIdx),
@@ -104,7 +118,7 @@ func (w world) plugin(t testing.TB) *Reservation {
 			Jobs:         batchlisters.NewJobLister(empty()),
 			Pods:         corelisters.NewPodLister(empty()),
 		},
-		reservations: cache.NewGenericLister(resIdx, rotav1.GPUReservationsResource.GroupResource()),
+		reservations: resIdx,
 		synced:       func() bool { return true },
 		metrics:      newMetrics(),
 		refused:      refusalmemo.New(nil),

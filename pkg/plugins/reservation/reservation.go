@@ -67,9 +67,18 @@ const (
 
 // Reservation is the plugin.
 type Reservation struct {
-	claims       claimTracker
-	owners       *rsv.Owners
-	reservations cache.GenericLister
+	claims claimTracker
+	// claimIndex is the scheduler's ResourceClaim informer's store, with
+	// claimIndexers: it says which claims may hold a reservation's GPUs,
+	// whose allocations claims (the tracker) then gives.
+	claimIndex cache.Indexer
+	// inflight are the claims allocated in Reserve that claimIndex may not
+	// place near their reservation yet.
+	inflight inflightClaims
+	owners   *rsv.Owners
+	// reservations is the GPUReservation informer's store: typed objects
+	// (toTypedReservation) indexed by member (reservationIndexers).
+	reservations cache.Indexer
 	synced       cache.InformerSynced
 	// loads activates the pods refused while the plugin's own caches were
 	// still syncing (nil in unit tests: refused pods are not activated).
@@ -116,8 +125,20 @@ func newWithDynamic(ctx context.Context, h fwk.Handle, dyn dynamic.Interface) (f
 		}
 	}
 	factory := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
-	inf := factory.ForResource(rotav1.GPUReservationsResource)
+	inf := factory.ForResource(rotav1.GPUReservationsResource).Informer()
+	// The factory is the plugin's own and starts below: the transform and
+	// the index are in place before the first object arrives.
+	if err := inf.SetTransform(toTypedReservation); err != nil {
+		return nil, fmt.Errorf("%s: GPUReservation transform: %w", Name, err)
+	}
+	if err := inf.AddIndexers(reservationIndexers()); err != nil {
+		return nil, fmt.Errorf("%s: GPUReservation indexes: %w", Name, err)
+	}
 	shared := h.SharedInformerFactory()
+	claimInf := shared.Resource().V1().ResourceClaims().Informer()
+	if err := addClaimIndexers(claimInf); err != nil {
+		return nil, fmt.Errorf("%s: %w", Name, err)
+	}
 	owners := &rsv.Owners{
 		ReplicaSets:  shared.Apps().V1().ReplicaSets().Lister(),
 		Deployments:  shared.Apps().V1().Deployments().Lister(),
@@ -125,7 +146,7 @@ func newWithDynamic(ctx context.Context, h fwk.Handle, dyn dynamic.Interface) (f
 		Jobs:         shared.Batch().V1().Jobs().Lister(),
 		Pods:         shared.Core().V1().Pods().Lister(),
 	}
-	synced := []cache.InformerSynced{inf.Informer().HasSynced}
+	synced := []cache.InformerSynced{inf.HasSynced}
 	if servesLeaderWorkerSets(ctx, h) {
 		lws := factory.ForResource(rotav1.LeaderWorkerSetsResource)
 		owners.LeaderWorkerSets, owners.LeaderWorkerSetsSynced = lws.Lister(), lws.Informer().HasSynced
@@ -133,11 +154,15 @@ func newWithDynamic(ctx context.Context, h fwk.Handle, dyn dynamic.Interface) (f
 	}
 	pl := &Reservation{
 		claims:       dra.ResourceClaims(),
+		claimIndex:   claimInf.GetIndexer(),
 		owners:       owners,
-		reservations: inf.Lister(),
-		synced:       inf.Informer().HasSynced,
+		reservations: inf.GetIndexer(),
+		synced:       inf.HasSynced,
 		metrics:      registerMetrics(),
 		refused:      refusalmemo.New(h),
+	}
+	if _, err := claimInf.AddEventHandler(pl.inflight.handler()); err != nil {
+		return nil, fmt.Errorf("%s: claim event handler: %w", Name, err)
 	}
 	factory.Start(ctx.Done())
 	pl.loads = newLoadGate(ctx, h, synced...)
@@ -173,10 +198,10 @@ func (pl *Reservation) Name() string { return Name }
 
 // claimTracker is the part of the scheduler's DRA claim tracker the plugin
 // reads: claims as the scheduler sees them (allocations written or assumed
-// after the API call) and the allocations between Reserve and PreBind.
+// after the API call) and the allocations between Reserve and PreBind. It
+// never lists them: claimIndex says which to get.
 type claimTracker interface {
 	Get(namespace, name string) (*resourceapi.ResourceClaim, error)
-	List() ([]*resourceapi.ResourceClaim, error)
 	GetPendingAllocation(claimUID types.UID) *resourceapi.AllocationResult
 }
 
@@ -384,23 +409,29 @@ func (pl *Reservation) PreFilterExtensions() fwk.PreFilterExtensions { return ni
 
 // get returns the reservation namespace/name, nil when it does not exist.
 func (pl *Reservation) get(namespace, name string) (*rotav1.GPUReservation, error) {
-	obj, err := pl.reservations.ByNamespace(namespace).Get(name)
-	if err != nil {
+	obj, exists, err := pl.reservations.GetByKey(namespace + "/" + name)
+	if err != nil || !exists {
 		return nil, nil //nolint:nilerr // not found: a toleration of nothing is harmless
 	}
 	return rsv.FromObject(obj)
 }
 
-// reservationOf finds the reservation whose member w is. When several list
+// reservationOf finds the reservation whose member w is, among those the
+// member index files under w (and any that did not decode, which fail). When several list
 // the workload, the one its claims tolerate wins, then the first by name.
 func (pl *Reservation) reservationOf(namespace string, w rsv.Workload, tolerated sets.Set[string]) (*rotav1.GPUReservation, string, error) {
 	if w.Kind == "" {
 		return nil, "", nil
 	}
-	objs, err := pl.reservations.ByNamespace(namespace).List(labelsEverything)
+	objs, err := pl.reservations.ByIndex(reservationsByMemberIndex, memberKey(namespace, w.Kind, w.Name))
 	if err != nil {
-		return nil, "", fmt.Errorf("listing GPUReservations of %s: %w", namespace, err)
+		return nil, "", fmt.Errorf("GPUReservations of %s listing %s: %w", namespace, w, err)
 	}
+	undecodable, err := pl.reservations.ByIndex(reservationsByMemberIndex, namespace+"/"+undecodableMember)
+	if err != nil {
+		return nil, "", fmt.Errorf("GPUReservations of %s: %w", namespace, err)
+	}
+	objs = append(objs, undecodable...)
 	var found []*rotav1.GPUReservation
 	for _, o := range objs {
 		res, err := rsv.FromObject(o)
