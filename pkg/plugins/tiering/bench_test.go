@@ -18,13 +18,7 @@ import (
 // PreScore and Score. ns/node is the per-node cost of the whole cycle.
 func BenchmarkFilterScore(b *testing.B) {
 	for _, n := range []int{1000, 5000} {
-		var nodes []*v1.Node
-		var slices []*resourceapi.ResourceSlice
-		for i := range n {
-			name := fmt.Sprintf("node-%05d", i)
-			nodes = append(nodes, testNode(name))
-			slices = append(slices, testSlice(name, gpus([]string{"H100", "A100", "L4"}[i%3], 80, 8)...))
-		}
+		nodes, slices := mixedPool(n)
 		e := newEnv(b, nodes, slices, []*resourceapi.ResourceClaim{tieredClaim("p", 1, "H100", "A100")})
 		pod := testPod("p")
 		runtime.GC() // the fake clientset's setup garbage must not be collected on the clock
@@ -71,4 +65,16 @@ func (e *env) benchCycle(b *testing.B, pod *v1.Pod, rota bool) {
 			b.Fatal(st)
 		}
 	}
+}
+
+// mixedPool is n nodes of 8 GPUs, a third each H100, A100 and L4.
+func mixedPool(n int) ([]*v1.Node, []*resourceapi.ResourceSlice) {
+	var nodes []*v1.Node
+	var slices []*resourceapi.ResourceSlice
+	for i := range n {
+		name := fmt.Sprintf("node-%05d", i)
+		nodes = append(nodes, testNode(name))
+		slices = append(slices, testSlice(name, gpus([]string{"H100", "A100", "L4"}[i%3], 80, 8)...))
+	}
+	return nodes, slices
 }

@@ -5,7 +5,6 @@ import (
 	"runtime"
 	"testing"
 
-	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 )
 
@@ -19,13 +18,7 @@ import (
 // the witness search's included.
 func BenchmarkPruning(b *testing.B) {
 	const n = 1000
-	var nodes []*v1.Node
-	var slices []*resourceapi.ResourceSlice
-	for i := range n {
-		name := fmt.Sprintf("node-%05d", i)
-		nodes = append(nodes, testNode(name))
-		slices = append(slices, testSlice(name, gpus([]string{"H100", "A100", "L4"}[i%3], 80, 8)...))
-	}
+	nodes, slices := mixedPool(n)
 	e := newEnv(b, nodes, slices, []*resourceapi.ResourceClaim{tieredClaim("p", 1, "H100", "A100")})
 	pod := testPod("p")
 	runtime.GC()
