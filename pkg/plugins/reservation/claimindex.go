@@ -18,14 +18,14 @@ import (
 const (
 	// claimsByDeviceIndex files a claim under each gpu.rota.dev device its
 	// written allocation holds (pool/device).
-	claimsByDeviceIndex = "rota.dev/reservation-claims-by-device"
+	claimsByDeviceIndex = "rota-reservation-claims-by-device"
 	// claimsByToleranceIndex files a claim under each reservation it
 	// tolerates (<namespace>.<name>, the taint's value), and under
 	// toleratesAnyKey when a toleration matches every taint. The allocator
 	// gives a reserved GPU only to such a claim, so these are the claims
 	// whose allocation the informer may not show yet: pending in this
 	// scheduler's Reserve, or assumed after the API call.
-	claimsByToleranceIndex = "rota.dev/reservation-claims-by-toleration"
+	claimsByToleranceIndex = "rota-reservation-claims-by-toleration"
 )
 
 // toleratesAnyKey is the claimsByToleranceIndex value of a claim with a

@@ -13,7 +13,7 @@ import (
 // reservationsByMemberIndex files a GPUReservation under each workload its
 // members name (<namespace>/<kind>/<name>), so PreFilter finds a pod's
 // reservations without reading the others of its namespace.
-const reservationsByMemberIndex = "rota.dev/reservations-by-member"
+const reservationsByMemberIndex = "rota-reservations-by-member"
 
 // undecodableMember is the reservationsByMemberIndex value, after the
 // namespace, of a reservation the transform could not decode: its members
