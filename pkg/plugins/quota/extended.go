@@ -39,7 +39,10 @@ func (pl *Quota) PreBindPreFlight(_ context.Context, _ fwk.CycleState, pod *v1.P
 // they take its tenant past a limit.
 func (pl *Quota) PreBind(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, node string) *fwk.Status {
 	tenant := pl.tenants[pod.Namespace]
-	claim := pl.extendedResourceClaim(pod)
+	claim, err := pl.extendedResourceClaim(pod)
+	if err != nil {
+		return fwk.AsStatus(err)
+	}
 	if tenant == nil || claim == nil || claim.Status.Allocation == nil {
 		return nil
 	}
@@ -50,7 +53,10 @@ func (pl *Quota) PreBind(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, no
 	granted := pl.chargeOf(claim.Status.Allocation, pool)
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
-	use := pl.usageLocked(pod.Namespace, pool, sets.New(claim.UID))
+	use, err := pl.usageLocked(pod.Namespace, pool, sets.New(claim.UID))
+	if err != nil {
+		return fwk.AsStatus(err)
+	}
 	if over := overLimits(tenant, use, granted); len(over) > 0 {
 		msg := fmt.Sprintf("on node %s the allocator granted %s for the pod's extended resources; %s", node, describeGrant(granted), strings.Join(over, ", "))
 		return pl.reject(ctx, cs, node, pod, tenant, msg)
@@ -80,21 +86,23 @@ func (pl *Quota) asksForExtendedResources(pod *v1.Pod) bool {
 // extendedResourceClaim is the claim DynamicResources wrote for pod's
 // extended resources, as the claim tracker knows it (the assumed object,
 // allocation included, right after DynamicResources' PreBind); nil when
-// there is none.
-func (pl *Quota) extendedResourceClaim(pod *v1.Pod) *resourceapi.ResourceClaim {
-	claims, err := pl.dra.ResourceClaims().List()
+// there is none. DynamicResources waits until the informer shows the claim
+// it created before it assumes it, so the namespace index has it; only the
+// pod's namespace is read.
+func (pl *Quota) extendedResourceClaim(pod *v1.Pod) (*resourceapi.ResourceClaim, error) {
+	claims, err := pl.claims.list(pod.Namespace)
 	if err != nil {
-		return nil
+		return nil, fmt.Errorf("the claim for the extended resources of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
 	for _, c := range claims {
-		if c.Namespace != pod.Namespace || c.Annotations[resourceapi.ExtendedResourceClaimAnnotation] != "true" {
+		if c.Annotations[resourceapi.ExtendedResourceClaimAnnotation] != "true" {
 			continue
 		}
 		for _, o := range c.OwnerReferences {
 			if o.UID == pod.UID {
-				return c
+				return c, nil
 			}
 		}
 	}
-	return nil
+	return nil, nil
 }

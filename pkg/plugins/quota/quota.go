@@ -56,6 +56,8 @@ type Quota struct {
 	// caches are the slice index, compiled selectors and match results,
 	// shared with the scheduler's other Rota plugins.
 	caches *gpupool.Caches
+	// claims are the tenants' claims, found by namespace.
+	claims *tenantClaims
 
 	// inFlight holds the charges of claims between Reserve and PostBind,
 	// before their allocation is visible in the claim tracker.
@@ -89,7 +91,14 @@ func Factory(caches *gpupool.Caches) func(context.Context, runtime.Object, fwk.H
 		if dra == nil {
 			return nil, fmt.Errorf("%s needs the scheduler's shared DRA manager (DynamicResourceAllocation disabled?)", Name)
 		}
-		pl := &Quota{dra: dra, args: args, tenants: map[string]*TenantLimits{}, caches: gpupool.CachesOrNew(caches), inFlight: map[types.UID]charge{}, refused: refusalmemo.New(h)}
+		if h.SharedInformerFactory() == nil {
+			return nil, fmt.Errorf("%s needs the scheduler's shared informer factory", Name)
+		}
+		claims, err := newTenantClaims(h.SharedInformerFactory().Resource().V1().ResourceClaims().Informer(), dra.ResourceClaims())
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", Name, err)
+		}
+		pl := &Quota{dra: dra, args: args, tenants: map[string]*TenantLimits{}, caches: gpupool.CachesOrNew(caches), claims: claims, inFlight: map[types.UID]charge{}, refused: refusalmemo.New(h)}
 		limits := map[string]map[string]int{}
 		for i := range args.Tenants {
 			pl.tenants[args.Tenants[i].Namespace] = &args.Tenants[i]
@@ -140,8 +149,11 @@ func (pl *Quota) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, 
 		return nil, fwk.AsStatus(err)
 	}
 	pl.mu.Lock()
-	use := pl.usageLocked(pod.Namespace, pool, nil)
+	use, err := pl.usageLocked(pod.Namespace, pool, nil)
 	pl.mu.Unlock()
+	if err != nil {
+		return nil, fwk.AsStatus(err)
+	}
 	s := &preFilterState{tenant: tenant, pool: pool, requests: requests, usage: use}
 	for _, r := range requests {
 		ms := make([]*gpupool.Matcher, len(r.Tiers))
@@ -177,8 +189,9 @@ func (pl *Quota) reject(ctx context.Context, cs fwk.CycleState, node string, pod
 
 // usageLocked counts the devices per model the namespace holds: allocated
 // claims in the tracker and claims reserved in this scheduler but not
-// bound yet, except the claims in skip. pl.mu must be held.
-func (pl *Quota) usageLocked(namespace string, pool *gpupool.Pool, skip sets.Set[types.UID]) map[string]int64 {
+// bound yet, except the claims in skip. Only the namespace's claims are
+// read (tenantClaims). pl.mu must be held.
+func (pl *Quota) usageLocked(namespace string, pool *gpupool.Pool, skip sets.Set[types.UID]) (map[string]int64, error) {
 	use := map[string]int64{}
 	counted := sets.New[types.UID]()
 	for uid, c := range pl.inFlight {
@@ -190,19 +203,19 @@ func (pl *Quota) usageLocked(namespace string, pool *gpupool.Pool, skip sets.Set
 			use[m] += n
 		}
 	}
-	claims, err := pl.dra.ResourceClaims().List()
+	claims, err := pl.claims.list(namespace)
 	if err != nil {
-		return use
+		return nil, fmt.Errorf("usage of tenant %s: %w", namespace, err)
 	}
 	for _, c := range claims {
-		if c.Namespace != namespace || c.Status.Allocation == nil || counted.Has(c.UID) || skip.Has(c.UID) {
+		if c.Status.Allocation == nil || counted.Has(c.UID) || skip.Has(c.UID) {
 			continue
 		}
 		for m, n := range pl.chargeOf(c.Status.Allocation, pool) {
 			use[m] += n
 		}
 	}
-	return use
+	return use, nil
 }
 
 // fingerprint is the state an allocation on node depends on: the tenant's

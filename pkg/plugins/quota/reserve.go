@@ -45,7 +45,10 @@ func (pl *Quota) Reserve(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, no
 	skip := sets.KeySet(mine)
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
-	use := pl.usageLocked(pod.Namespace, s.pool, skip)
+	use, err := pl.usageLocked(pod.Namespace, s.pool, skip)
+	if err != nil {
+		return fwk.AsStatus(err)
+	}
 	if over := overLimits(s.tenant, use, granted); len(over) > 0 {
 		msg := fmt.Sprintf("on node %s the allocator granted %s; %s", node, describeGrant(granted), strings.Join(over, ", "))
 		pl.refused.Add(ctx, pod, node, s.fingerprint(node), msg)
