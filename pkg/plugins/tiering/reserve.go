@@ -88,33 +88,23 @@ func (pl *Tiering) Reserve(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, 
 // Unreserve has nothing to undo: Tiering changes nothing in Reserve.
 func (pl *Tiering) Unreserve(context.Context, fwk.CycleState, *v1.Pod, string) {}
 
-// recheck looks the granted devices up in the current slices (with
-// DeviceTaintRules applied) and fills in their UUID and model.
+// recheck looks the granted devices up in the current slices of their
+// pools (with DeviceTaintRules applied, see poolDevices) and fills in their
+// UUID and model.
 func (pl *Tiering) recheck(ctx context.Context, pod *v1.Pod, s *preFilterState, p *placement, stage string) *fwk.Status {
 	logger := klog.FromContext(ctx)
 	if _, err := pl.nodes.Get(p.node); apierrors.IsNotFound(err) {
 		return pl.bindFailed(logger, pod, stage, waits.NodeLost, fmt.Sprintf("node %s was removed before binding", p.node))
 	}
-	slices, err := pl.dra.ResourceSlices().ListWithDeviceTaintRules()
+	// Read only the granted devices' pools, through the slice and taint
+	// rule indexes: this runs twice per placement.
+	ids := make([]structured.DeviceID, len(p.devices))
+	for i, g := range p.devices {
+		ids[i] = g.id
+	}
+	devices, err := pl.pools.devices(ids)
 	if err != nil {
-		return statusError(logger, fmt.Errorf("list ResourceSlices: %w", err))
-	}
-	// Look up only the granted devices: the pod's pools are few, the
-	// cluster's devices many, and this runs twice per placement.
-	type poolKey struct{ driver, pool string }
-	pools := map[poolKey]bool{}
-	for _, g := range p.devices {
-		pools[poolKey{g.id.Driver.String(), g.id.Pool.String()}] = true
-	}
-	devices := map[structured.DeviceID]*resourceapi.Device{}
-	for _, slice := range slices {
-		if !pools[poolKey{slice.Spec.Driver, slice.Spec.Pool.Name}] {
-			continue
-		}
-		for i := range slice.Spec.Devices {
-			d := &slice.Spec.Devices[i]
-			devices[structured.MakeDeviceID(slice.Spec.Driver, slice.Spec.Pool.Name, d.Name)] = d
-		}
+		return statusError(logger, fmt.Errorf("read the granted devices' slices: %w", err))
 	}
 	for i := range p.devices {
 		g := &p.devices[i]

@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/dynamic-resource-allocation/cel"
 	"k8s.io/dynamic-resource-allocation/resourceclaim"
 	"k8s.io/dynamic-resource-allocation/structured"
@@ -70,6 +71,8 @@ type Tiering struct {
 	// caches are the slice index, compiled selectors and match results,
 	// shared with the scheduler's other Rota plugins.
 	caches *gpupool.Caches
+	// pools reads the granted devices' pools for the health recheck.
+	pools *poolDevices
 }
 
 // New builds the plugin from the profile's args, with caches of its own.
@@ -98,8 +101,13 @@ func Factory(caches *gpupool.Caches) func(context.Context, runtime.Object, fwk.H
 		if shared == nil {
 			shared = gpupool.NewCaches(CELFeatures())
 		}
+		pools, err := newRecheckIndex(h)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", Name, err)
+		}
 		klog.FromContext(ctx).V(2).Info("Tiering plugin configured", "policyVersion", args.PolicyVersion)
 		return &Tiering{
+			pools:    pools,
 			handle:   h,
 			args:     args,
 			dra:      dra,
@@ -109,6 +117,19 @@ func Factory(caches *gpupool.Caches) func(context.Context, runtime.Object, fwk.H
 			nodes:    h.SharedInformerFactory().Core().V1().Nodes().Lister(),
 		}, nil
 	}
+}
+
+// newRecheckIndex indexes the scheduler's ResourceSlice informer and, when
+// the scheduler applies DeviceTaintRules (the DRADeviceTaintRules gate, as
+// for its slice tracker), its DeviceTaintRule informer, which the scheduler
+// then has as well.
+func newRecheckIndex(h fwk.Handle) (*poolDevices, error) {
+	f := h.SharedInformerFactory()
+	var rules cache.SharedIndexInformer
+	if utilfeature.DefaultFeatureGate.Enabled(features.DRADeviceTaintRules) {
+		rules = f.Resource().V1().DeviceTaintRules().Informer()
+	}
+	return newPoolDevices(f.Resource().V1().ResourceSlices().Informer(), rules)
 }
 
 // schedulerFeatures are the features the scheduler derives for
