@@ -4,12 +4,9 @@ import (
 	"context"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
-
-	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
 )
 
 // watchCreatedMembers wakes a gang's waiting members when its last member
@@ -38,24 +35,16 @@ func (pl *Gang) memberCreated(ctx context.Context, pod *v1.Pod) {
 	if !ok || err != nil || pod.Spec.NodeName != "" {
 		return
 	}
-	pods, err := pl.pods.Pods(key.Namespace).List(labels.SelectorFromSet(labels.Set{gpuv1.GangLabel: key.Name}))
-	if err != nil {
-		return
-	}
+	members := pl.memberPods(key)
 	wake := map[string]*v1.Pod{}
-	all := 0
-	for _, p := range pods {
-		if p.DeletionTimestamp != nil {
-			continue
-		}
-		all++
+	for _, p := range members {
 		if p.Spec.NodeName == "" && p.UID != pod.UID {
 			wake[p.Namespace+"/"+p.Name] = p
 		}
 	}
-	if all < size || len(wake) == 0 {
+	if len(members) < size || len(wake) == 0 {
 		return
 	}
-	klog.FromContext(ctx).V(4).Info("Gang complete: waking its members", "gang", key, "members", all)
+	klog.FromContext(ctx).V(4).Info("Gang complete: waking its members", "gang", key, "members", len(members))
 	pl.handle.Activate(klog.FromContext(ctx), wake)
 }

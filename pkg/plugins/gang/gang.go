@@ -120,20 +120,28 @@ func gangOf(pod *v1.Pod) (key types.NamespacedName, size int, ok bool, err error
 // members returns the gang's pods that exist and are not terminating, and
 // how many of them are bound.
 func (pl *Gang) members(key types.NamespacedName) (all, bound int) {
-	pods, err := pl.pods.Pods(key.Namespace).List(labels.SelectorFromSet(labels.Set{gpuv1.GangLabel: key.Name}))
-	if err != nil {
-		return 0, 0
-	}
+	pods := pl.memberPods(key)
 	for _, p := range pods {
-		if p.DeletionTimestamp != nil {
-			continue
-		}
-		all++
 		if p.Spec.NodeName != "" {
 			bound++
 		}
 	}
-	return all, bound
+	return len(pods), bound
+}
+
+// memberPods returns the gang's pods that exist and are not terminating.
+func (pl *Gang) memberPods(key types.NamespacedName) []*v1.Pod {
+	pods, err := pl.pods.Pods(key.Namespace).List(labels.SelectorFromSet(labels.Set{gpuv1.GangLabel: key.Name}))
+	if err != nil {
+		return nil
+	}
+	live := pods[:0:0]
+	for _, p := range pods {
+		if p.DeletionTimestamp == nil {
+			live = append(live, p)
+		}
+	}
+	return live
 }
 
 // PreFilter lets a member try only when the whole gang exists and no other

@@ -12,6 +12,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"maps"
 	"math/big"
 	"net"
 	"slices"
@@ -115,7 +116,7 @@ func EnsureCerts(ctx context.Context, client kubernetes.Interface, o CertOptions
 	}
 	res.NotAfter = state.cert.NotAfter
 	data := state.encode(now)
-	if !sameData(secret.Data, data) {
+	if !maps.EqualFunc(secret.Data, data, bytes.Equal) {
 		secret.Data = data
 		if !exists {
 			_, err = secrets.Create(ctx, secret, metav1.CreateOptions{})
@@ -296,18 +297,6 @@ func sign(tmpl, parent *x509.Certificate, pub crypto.PublicKey, signer crypto.Si
 func publicKeysEqual(a, b crypto.PublicKey) bool {
 	k, ok := a.(interface{ Equal(crypto.PublicKey) bool })
 	return ok && k.Equal(b)
-}
-
-func sameData(a, b map[string][]byte) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || !bytes.Equal(v, w) {
-			return false
-		}
-	}
-	return true
 }
 
 var errNoWebhook = errors.New("no webhook of the configuration calls the Service")
