@@ -35,6 +35,8 @@ var rules = []rule{
 		Why: "scheduler plugins apply rules; they never reach into a controller, the driver or the sandbox"},
 	{From: "pkg/gpupool", Only: []string{"pkg/apis"},
 		Why: "the GPU pool model sits below every plugin and tool that reads the pool (plugins, waits, poolreport, the sandbox, the reservation controller, the schedule preview): it knows only the API types and the wire contract"},
+	{From: "pkg/gpuquota", Only: []string{"pkg/apis"},
+		Why: "the GPUQuota rules (guarantees, borrowing, reclaim amounts, the accounting) are pure: the Quota and Reclaim plugins, the quota controller and kubectl-rota read them, they know none of those"},
 	{From: "pkg/waits", Never: []string{"pkg/plugins", "pkg/reservation/controller", "pkg/schedule/controller", "pkg/driver", "pkg/sandbox", "pkg/sim"},
 		Why: "the wait reasons sit below the plugins and controllers that use them"},
 	{From: "pkg/reservation", Never: []string{"pkg/reservation/controller", "pkg/plugins", "pkg/schedule", "pkg/driver", "pkg/sandbox", "pkg/sim", "pkg/scheduler"},

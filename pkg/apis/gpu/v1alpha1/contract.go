@@ -155,3 +155,33 @@ const (
 	DeploySchedulesNamespaceLabel = "rota.dev/deploy-schedules"
 	DeploySchedulesEnabled        = "enabled"
 )
+
+// Guarantees, borrowing and reclaim (docs/admission.md, "Guarantees,
+// borrowing and reclaim").
+const (
+	// BorrowedAnnotation marks a pod that holds GPUs beyond its tenant's
+	// GPUQuota guarantee: "<model>=<count>" (e.g. "H100=2"), written by the
+	// scheduler before the pod binds and removed when it no longer borrows.
+	// Only the scheduler may set, change or remove it
+	// (manifests/admission: rota-borrower-mark).
+	BorrowedAnnotation = "rota.dev/borrowed"
+	// CheckpointAnnotation declares how a workload checkpoints before it is
+	// evicted for a reclaim: "grace=<duration>[,http=<port><path>]", e.g.
+	// "grace=90s,http=8080/checkpoint". Rota asks it to checkpoint (the
+	// CheckpointRequestedAnnotation, and an HTTP POST to the pod's port and
+	// path when given), waits for the acknowledgement or the grace, then
+	// evicts.
+	CheckpointAnnotation = "rota.dev/checkpoint"
+	// CheckpointRequestedAnnotation is the time (RFC 3339) Rota asked the pod
+	// to checkpoint; a downward-API volume shows it inside the pod.
+	CheckpointRequestedAnnotation = "rota.dev/checkpoint-requested"
+	// CheckpointedAnnotation is the workload's acknowledgement: set to the
+	// value of CheckpointRequestedAnnotation once its state is saved.
+	CheckpointedAnnotation = "rota.dev/checkpointed"
+	// ReclaimEventReason is the reason of the Event on a pod evicted to
+	// give GPUs back to a tenant's guarantee; CheckpointEventReason of the
+	// Event that says whether it acknowledged its checkpoint in time.
+	ReclaimEventReason    = "Reclaimed"
+	CheckpointEventReason = "Checkpoint"
+	ReclaimingEventReason = "Reclaiming"
+)

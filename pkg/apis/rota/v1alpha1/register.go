@@ -24,6 +24,7 @@ var (
 var (
 	DeploySchedulesResource = SchemeGroupVersion.WithResource("deployschedules")
 	GPUReservationsResource = SchemeGroupVersion.WithResource("gpureservations")
+	GPUQuotasResource       = SchemeGroupVersion.WithResource("gpuquotas")
 )
 
 // Resource returns a GroupResource for a resource of this group.
@@ -35,6 +36,7 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 	scheme.AddKnownTypes(SchemeGroupVersion,
 		&DeploySchedule{}, &DeployScheduleList{},
 		&GPUReservation{}, &GPUReservationList{},
+		&GPUQuota{}, &GPUQuotaList{},
 	)
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return nil
