@@ -68,6 +68,8 @@ type Tenant struct {
 // readers share it without locks.
 type Table struct {
 	tenants map[string]*Tenant
+	// guaranteed are the models some tenant is guaranteed GPUs of.
+	guaranteed map[string]bool
 }
 
 // NewTable builds the table from the GPUQuotas that pass Validate and from
@@ -75,7 +77,7 @@ type Table struct {
 // without a guarantee); a GPUQuota replaces such a tenant's terms whole.
 // Invalid GPUQuotas are returned, for the caller to report.
 func NewTable(quotas []*rotav1.GPUQuota, others []Tenant) (*Table, []*rotav1.GPUQuota) {
-	t := &Table{tenants: map[string]*Tenant{}}
+	t := &Table{tenants: map[string]*Tenant{}, guaranteed: map[string]bool{}}
 	for i := range others {
 		o := others[i]
 		t.tenants[o.Namespace] = &o
@@ -87,6 +89,13 @@ func NewTable(quotas []*rotav1.GPUQuota, others []Tenant) (*Table, []*rotav1.GPU
 			continue
 		}
 		t.tenants[q.Name] = TenantOf(q)
+	}
+	for _, tn := range t.tenants {
+		for m, terms := range tn.Models {
+			if terms.Guaranteed > 0 {
+				t.guaranteed[m] = true
+			}
+		}
 	}
 	return t, invalid
 }
@@ -160,14 +169,29 @@ func (t *Table) Limits() map[string]map[string]int {
 	return out
 }
 
-// HasGuarantees reports whether some tenant is guaranteed GPUs of model.
+// HasGuarantees reports whether some tenant is guaranteed GPUs of model:
+// only then is anything of that model borrowed, and reclaimable.
 func (t *Table) HasGuarantees(model string) bool {
-	for _, tn := range t.tenantsOrNil() {
-		if tn.Models[model].Guaranteed > 0 {
-			return true
-		}
+	return t != nil && t.guaranteed[model]
+}
+
+// AnyGuarantees reports whether some tenant is guaranteed GPUs of some
+// model.
+func (t *Table) AnyGuarantees() bool { return t != nil && len(t.guaranteed) > 0 }
+
+// TermsOrDefault returns a namespace's terms for a model, or, when it has
+// none but some tenant is guaranteed that model, the terms of a tenant
+// without a guarantee (everything it holds is borrowed, without a limit);
+// false when the model is neither guaranteed to anyone nor limited for
+// the namespace.
+func (t *Table) TermsOrDefault(namespace, model string) (Terms, bool) {
+	if terms, ok := t.Terms(namespace, model); ok {
+		return terms, true
 	}
-	return false
+	if t.HasGuarantees(model) {
+		return Terms{Borrowing: Unlimited, Lending: Unlimited}, true
+	}
+	return Terms{}, false
 }
 
 // Unlendable is how many idle GPUs of model the tenants other than

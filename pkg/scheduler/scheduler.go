@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/rota-dev/rota/pkg/gpupool"
+	"github.com/rota-dev/rota/pkg/gpuquota"
 	"github.com/rota-dev/rota/pkg/plugins/fairness"
 	"github.com/rota-dev/rota/pkg/plugins/gang"
 	"github.com/rota-dev/rota/pkg/plugins/quota"
@@ -51,10 +52,11 @@ func PluginsWithAdviceClock(clk clock.PassiveClock) frameworkruntime.Registry {
 func registry(clk clock.PassiveClock, dyn dynamic.Interface) frameworkruntime.Registry {
 	caches := gpupool.NewCaches(tiering.CELFeatures())
 	causes := waits.NewCauses()
+	live := gpuquota.NewLive()
 	return frameworkruntime.Registry{
 		tiering.Name:     tiering.Factory(caches),
 		reservation.Name: reservation.Factory(dyn),
-		quota.Name:       quota.Factory(caches),
+		quota.Name:       quota.Factory(caches, live, dyn),
 		fairness.Name:    fairness.Factory(caches, causes),
 		gang.Name:        gang.Factory(caches),
 		waitreason.Name:  waitreason.FactoryWithAdviceClock(caches, causes, clk),

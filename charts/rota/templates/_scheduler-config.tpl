@@ -39,7 +39,12 @@ profiles:
     preBind:
       enabled:
       - name: Tiering
+    postFilter:
+      enabled:
+      - name: Reclaim
     multiPoint:
+      disabled:
+      - name: DefaultPreemption
       enabled:
       - name: Tiering
         weight: 10000

@@ -20,6 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/rota-dev/rota/pkg/gpupool"
+	"github.com/rota-dev/rota/pkg/gpuquota"
 )
 
 // benchSizes are the cluster sizes the per-extension-point benchmarks
@@ -122,11 +123,14 @@ func benchWorld(tb testing.TB, n int) (*Quota, *v1.Pod, *v1.Pod) {
 	pl := &Quota{
 		dra:      benchDRA{tracker: tracker, slices: benchSlices{slices: slices}},
 		args:     args,
-		tenants:  map[string]*TenantLimits{"team-a": &args.Tenants[0]},
 		caches:   gpupool.CachesOrNew(nil),
 		claims:   &tenantClaims{index: index, claims: tracker},
 		inFlight: map[types.UID]charge{},
+		fromArgs: argTenants(args),
+		live:     gpuquota.NewLive(),
 	}
+	table, _ := gpuquota.NewTable(nil, pl.fromArgs)
+	pl.live.SetTable(table)
 	return pl, pod, ext
 }
 
@@ -179,7 +183,7 @@ func benchPoint(b *testing.B, run func(ctx context.Context, pl *Quota, cs fwk.Cy
 			if err != nil {
 				b.Fatal(err)
 			}
-			cs.Write(preFilterStateKey, &preFilterState{tenant: pl.tenants["team-a"], pool: pool, requests: requests})
+			cs.Write(preFilterStateKey, &preFilterState{tenant: pl.tenant("team-a"), pool: pool, requests: requests})
 			b.ResetTimer()
 			for b.Loop() {
 				if st := run(ctx, pl, cs, pod, ext); !st.IsSuccess() {

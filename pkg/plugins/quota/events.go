@@ -9,6 +9,8 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/util"
+
+	rotav1 "github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
 )
 
 // EventsToRegister: a pod Quota rejected can fit once its tenant holds
@@ -25,7 +27,7 @@ func (pl *Quota) isSchedulableAfterClaimChange(logger klog.Logger, pod *v1.Pod, 
 	if err != nil {
 		return fwk.Queue, fmt.Errorf("unexpected objects in isSchedulableAfterClaimChange: %w", err)
 	}
-	if t := pl.tenants[pod.Namespace]; t != nil && t.OverLimit == OverLimitRefuse {
+	if t := pl.tenant(pod.Namespace); t != nil && t.OverLimit == rotav1.OverLimitRefuse {
 		return fwk.QueueSkip, nil
 	}
 	released := (newClaim == nil && oldClaim != nil && oldClaim.Status.Allocation != nil) ||

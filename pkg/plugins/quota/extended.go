@@ -11,6 +11,7 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
 	"github.com/rota-dev/rota/pkg/gpupool"
 )
 
@@ -25,25 +26,43 @@ import (
 // QuotaExceeded like a claim pod granted past a limit.
 
 // PreBindPreFlight implements fwk.PreBindPlugin: Quota's PreBind has work
-// only for a limited tenant's pod that asks for DRA extended resources.
-// It runs alone, after DynamicResources has written the claim.
-func (pl *Quota) PreBindPreFlight(_ context.Context, _ fwk.CycleState, pod *v1.Pod, _ string) (*fwk.PreBindPreFlightResult, *fwk.Status) {
-	if t := pl.tenants[pod.Namespace]; t == nil || len(t.Limits) == 0 || !pl.asksForExtendedResources(pod) {
-		return nil, fwk.NewStatus(fwk.Skip)
+// for a limited tenant's pod that asks for DRA extended resources (it runs
+// alone, after DynamicResources has written the claim), and for a pod
+// whose borrower mark must be written or removed.
+func (pl *Quota) PreBindPreFlight(_ context.Context, cs fwk.CycleState, pod *v1.Pod, _ string) (*fwk.PreBindPreFlightResult, *fwk.Status) {
+	if t := pl.tenant(pod.Namespace); t != nil && len(t.Models) > 0 && pl.asksForExtendedResources(pod) {
+		return &fwk.PreBindPreFlightResult{AllowParallel: false}, nil
 	}
-	return &fwk.PreBindPreFlightResult{AllowParallel: false}, nil
+	if _, marked := pod.Annotations[gpuv1.BorrowedAnnotation]; marked {
+		return &fwk.PreBindPreFlightResult{AllowParallel: true}, nil
+	}
+	if s, err := cs.Read(borrowStateKey); err == nil && len(s.(*borrowState).models) > 0 {
+		return &fwk.PreBindPreFlightResult{AllowParallel: true}, nil
+	}
+	return nil, fwk.NewStatus(fwk.Skip)
 }
 
 // PreBind implements fwk.PreBindPlugin: it charges the devices the claim
 // for the pod's extended resources was allocated and refuses the pod when
-// they take its tenant past a limit.
+// they take its tenant past a limit; then it writes or removes the pod's
+// borrower mark.
 func (pl *Quota) PreBind(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, node string) *fwk.Status {
-	tenant := pl.tenants[pod.Namespace]
+	if st := pl.preBindExtended(ctx, cs, pod, node); !st.IsSuccess() {
+		return st
+	}
+	return pl.markBorrower(ctx, cs, pod)
+}
+
+func (pl *Quota) preBindExtended(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, node string) *fwk.Status {
+	tenant := pl.tenant(pod.Namespace)
+	if tenant == nil || !pl.asksForExtendedResources(pod) {
+		return nil
+	}
 	claim, err := pl.extendedResourceClaim(pod)
 	if err != nil {
 		return fwk.AsStatus(err)
 	}
-	if tenant == nil || claim == nil || claim.Status.Allocation == nil {
+	if claim == nil || claim.Status.Allocation == nil {
 		return nil
 	}
 	pool, err := gpupool.CycleSnapshot(ctx, cs, pl.dra, &pl.caches.Slices)
@@ -60,6 +79,9 @@ func (pl *Quota) PreBind(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, no
 	if over := overLimits(tenant, use, granted); len(over) > 0 {
 		msg := fmt.Sprintf("on node %s the allocator granted %s for the pod's extended resources; %s", node, describeGrant(granted), strings.Join(over, ", "))
 		return pl.reject(ctx, cs, node, pod, tenant, msg)
+	}
+	if borrowed := borrowedOf(pl.live.Table(), pod.Namespace, use, granted); len(borrowed) > 0 {
+		cs.Write(borrowStateKey, &borrowState{models: borrowed})
 	}
 	klog.FromContext(ctx).V(4).Info("Quota charged extended resources", "pod", klog.KObj(pod), "claim", klog.KObj(claim), "granted", granted)
 	return nil

@@ -23,11 +23,17 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/dynamic-resource-allocation/structured"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/utils/clock"
 
+	rotav1 "github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
 	"github.com/rota-dev/rota/pkg/gpupool"
+	"github.com/rota-dev/rota/pkg/gpuquota"
 	"github.com/rota-dev/rota/pkg/plugins/cyclestate"
 	"github.com/rota-dev/rota/pkg/plugins/refusalmemo"
 	"github.com/rota-dev/rota/pkg/waits"
@@ -50,9 +56,16 @@ const preFilterStateKey fwk.StateKey = "PreFilter" + Name
 
 // Quota is the plugin.
 type Quota struct {
-	dra     fwk.SharedDRAManager
-	args    *QuotaArgs
-	tenants map[string]*TenantLimits
+	dra    fwk.SharedDRAManager
+	client kubernetes.Interface
+	args   *QuotaArgs
+	// live holds every tenant's terms (args and GPUQuotas), swapped whole
+	// when a GPUQuota changes, and the reclaims under way; shared with the
+	// Reclaim plugin. fromArgs are the args' part of the terms.
+	live         *gpuquota.Live
+	clock        clock.PassiveClock
+	fromArgs     []gpuquota.Tenant
+	quotasSynced cache.InformerSynced
 	// caches are the slice index, compiled selectors and match results,
 	// shared with the scheduler's other Rota plugins.
 	caches *gpupool.Caches
@@ -73,16 +86,20 @@ type charge struct {
 	models    map[string]int64
 }
 
-// New builds the plugin from the profile's args, with caches of its own.
+// New builds the plugin from the profile's args, with caches of its own,
+// reading GPUQuotas with a client made from the scheduler's kubeconfig.
 func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-	return Factory(nil)(ctx, obj, h)
+	return Factory(nil, nil, nil)(ctx, obj, h)
 }
 
 // Factory returns a constructor whose plugin keeps its slice index,
 // compiled selectors and match results in caches, shared with the other
-// Rota plugins of the scheduler; nil gives the plugin caches of its own.
-func Factory(caches *gpupool.Caches) func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) {
-	return func(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+// Rota plugins of the scheduler (nil: caches of its own), shares the terms
+// and the reclaims under way with the Reclaim plugin through live (nil: its
+// own), and reads GPUQuotas through dyn (nil: a client from the scheduler's
+// kubeconfig; without one, only the args' limits apply).
+func Factory(caches *gpupool.Caches, live *gpuquota.Live, dyn dynamic.Interface) func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) {
+	return func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 		args, err := decodeArgs(obj)
 		if err != nil {
 			return nil, err
@@ -98,16 +115,22 @@ func Factory(caches *gpupool.Caches) func(context.Context, runtime.Object, fwk.H
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", Name, err)
 		}
-		pl := &Quota{dra: dra, args: args, tenants: map[string]*TenantLimits{}, caches: gpupool.CachesOrNew(caches), claims: claims, inFlight: map[types.UID]charge{}, refused: refusalmemo.New(h)}
-		limits := map[string]map[string]int{}
-		for i := range args.Tenants {
-			pl.tenants[args.Tenants[i].Namespace] = &args.Tenants[i]
-			limits[args.Tenants[i].Namespace] = map[string]int{}
-			for m, n := range args.Tenants[i].Limits {
-				limits[args.Tenants[i].Namespace][m] = int(n)
+		pl := &Quota{dra: dra, client: h.ClientSet(), live: gpuquota.LiveOrNew(live), clock: clock.RealClock{}, args: args, fromArgs: argTenants(args), caches: gpupool.CachesOrNew(caches), claims: claims, inFlight: map[types.UID]charge{}, refused: refusalmemo.New(h)}
+		table, _ := gpuquota.NewTable(nil, pl.fromArgs)
+		pl.live.SetTable(table)
+		pl.caches.Limits.Set(table.Limits())
+		if dyn == nil && h.KubeConfig() != nil {
+			if dyn, err = dynamic.NewForConfig(h.KubeConfig()); err != nil {
+				return nil, fmt.Errorf("%s: dynamic client: %w", Name, err)
 			}
 		}
-		pl.caches.Limits.Set(limits)
+		if dyn != nil {
+			if err := pl.watchGPUQuotas(ctx, dyn); err != nil {
+				return nil, err
+			}
+		} else {
+			klog.FromContext(ctx).Info("Quota has no client for GPUQuotas: only the args' limits apply")
+		}
 		return pl, nil
 	}
 }
@@ -118,7 +141,7 @@ func (pl *Quota) Name() string { return Name }
 // preFilterState is what PreFilter learns; it never changes afterwards, so
 // Clone shares it.
 type preFilterState struct {
-	tenant   *TenantLimits
+	tenant   *gpuquota.Tenant
 	usage    map[string]int64
 	pool     *gpupool.Pool
 	requests []gpupool.Request
@@ -135,9 +158,12 @@ func getState(cs fwk.CycleState) (*preFilterState, error) {
 // allocate. For the others it reads the tenant's usage and rejects the pod
 // at once when no tier of some request can be granted within the limits.
 func (pl *Quota) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
-	tenant := pl.tenants[pod.Namespace]
-	if tenant == nil || len(tenant.Limits) == 0 || len(pod.Spec.ResourceClaims) == 0 {
+	tenant := pl.tenantOrDefault(pod.Namespace)
+	if tenant == nil || len(pod.Spec.ResourceClaims) == 0 {
 		return nil, fwk.NewStatus(fwk.Skip)
+	}
+	if pl.quotasSynced != nil && !pl.quotasSynced() {
+		return nil, fwk.NewStatus(fwk.Unschedulable, "Quota: the GPUQuotas are not loaded yet")
 	}
 	requests, err := gpupool.PodRequests(pl.dra, pod)
 	if err != nil || len(requests) == 0 {
@@ -177,9 +203,9 @@ func (pl *Quota) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
 // reject refuses the pod on node ("" for every node) with msg, the numbers
 // of the limit it would pass; the status reads "QuotaExceeded: <msg>", and
 // the refusal is recorded for the WaitReason plugin (cyclestate.Refuse).
-func (pl *Quota) reject(ctx context.Context, cs fwk.CycleState, node string, pod *v1.Pod, tenant *TenantLimits, msg string) *fwk.Status {
+func (pl *Quota) reject(ctx context.Context, cs fwk.CycleState, node string, pod *v1.Pod, tenant *gpuquota.Tenant, msg string) *fwk.Status {
 	code := fwk.Unschedulable
-	if tenant.OverLimit == OverLimitRefuse {
+	if tenant.OverLimit == rotav1.OverLimitRefuse {
 		code = fwk.UnschedulableAndUnresolvable
 		msg += " (refused by policy)"
 	}
@@ -251,11 +277,22 @@ func (pl *Quota) chargeOf(alloc *resourceapi.AllocationResult, pool *gpupool.Poo
 // remaining is how many more devices of model the tenant may take; -1 when
 // the model is unlimited.
 func (s *preFilterState) remaining(model string) int64 {
-	limit, ok := s.tenant.Limits[model]
+	limit, ok := limitOf(s.tenant, model)
 	if !ok {
 		return -1
 	}
 	return max(limit-s.usage[model], 0)
+}
+
+// limitOf is the most devices of model the tenant may hold; false when it
+// may hold any number.
+func limitOf(t *gpuquota.Tenant, model string) (int64, bool) {
+	terms, ok := t.Models[model]
+	if !ok {
+		return 0, false
+	}
+	limit, ok := terms.Limit()
+	return int64(limit), ok
 }
 
 // unreachable returns a message when some request has no tier that any
@@ -312,7 +349,7 @@ func sortedModels(m map[string]int64) []string {
 func (s *preFilterState) overMessage(label string, models []string, need int64) string {
 	parts := make([]string, 0, len(models))
 	for _, m := range models {
-		if limit, ok := s.tenant.Limits[m]; ok {
+		if limit, ok := limitOf(s.tenant, m); ok {
 			parts = append(parts, fmt.Sprintf("%s holds %d of %d %s", s.tenant.Namespace, s.usage[m], limit, m))
 		}
 	}
@@ -386,7 +423,7 @@ func (s *preFilterState) wouldGrant(ctx context.Context, node, attr string) (map
 // SignPod refuses batching for pods of limited tenants: their verdict
 // depends on usage that each placement changes.
 func (pl *Quota) SignPod(_ context.Context, pod *v1.Pod) ([]fwk.SignFragment, *fwk.Status) {
-	if t := pl.tenants[pod.Namespace]; t != nil && len(pod.Spec.ResourceClaims) > 0 {
+	if t := pl.tenantOrDefault(pod.Namespace); t != nil && len(pod.Spec.ResourceClaims) > 0 {
 		return nil, fwk.NewStatus(fwk.Unschedulable, "pods of tenants with GPU limits are not signable")
 	}
 	return nil, nil

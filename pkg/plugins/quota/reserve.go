@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/rota-dev/rota/pkg/gpuquota"
 )
 
 // Reserve checks the devices DynamicResources actually allocated (its
@@ -54,6 +56,25 @@ func (pl *Quota) Reserve(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, no
 		pl.refused.Add(ctx, pod, node, s.fingerprint(node), msg)
 		return pl.reject(ctx, cs, node, pod, s.tenant, msg)
 	}
+	borrowed := borrowedOf(pl.live.Table(), pod.Namespace, use, granted)
+	if len(borrowed) > 0 {
+		for _, m := range sortedModels(borrowed) {
+			if unit, ok := pl.live.Reclaiming(m, pl.clock.Now()); ok {
+				msg := fmt.Sprintf("on node %s the allocator granted %s; %s would borrow %d %s while %s reclaims %s for its guarantee", node, describeGrant(granted), pod.Namespace, borrowed[m], m, unit, m)
+				return pl.reject(ctx, cs, node, pod, s.tenant, msg)
+			}
+		}
+		msg, err := pl.lendingRefusal(pod.Namespace, s.pool, borrowed, granted)
+		if err != nil {
+			return fwk.AsStatus(err)
+		}
+		if msg != "" {
+			msg = fmt.Sprintf("on node %s the allocator granted %s; %s", node, describeGrant(granted), msg)
+			pl.refused.Add(ctx, pod, node, s.fingerprint(node), msg)
+			return pl.reject(ctx, cs, node, pod, s.tenant, msg)
+		}
+	}
+	cs.Write(borrowStateKey, &borrowState{models: borrowed})
 	for uid, c := range mine {
 		pl.inFlight[uid] = c
 	}
@@ -63,10 +84,10 @@ func (pl *Quota) Reserve(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, no
 
 // overLimits lists, for each limited model of granted that would take the
 // tenant past its limit, what it holds, the limit and the grant.
-func overLimits(t *TenantLimits, use, granted map[string]int64) []string {
+func overLimits(t *gpuquota.Tenant, use, granted map[string]int64) []string {
 	var over []string
 	for _, m := range sortedModels(granted) {
-		limit, ok := t.Limits[m]
+		limit, ok := limitOf(t, m)
 		if ok && use[m]+granted[m] > limit {
 			over = append(over, fmt.Sprintf("%s holds %d of %d %s and this pod would take %d more: %d > %d", t.Namespace, use[m], limit, m, granted[m], use[m]+granted[m], limit))
 		}

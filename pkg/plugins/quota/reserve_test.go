@@ -10,7 +10,7 @@ import (
 // what the tenant holds: the numbers a QuotaExceeded refusal at Reserve
 // quotes.
 func TestOverLimits(t *testing.T) {
-	tenant := &TenantLimits{Namespace: "team-a", Limits: map[string]int64{"H100": 1, "A100": 4}}
+	tenant := &argTenants(&QuotaArgs{Tenants: []TenantLimits{{Namespace: "team-a", Limits: map[string]int64{"H100": 1, "A100": 4}}}})[0]
 	tests := map[string]struct {
 		use, granted map[string]int64
 		want         []string

@@ -1,0 +1,99 @@
+package quota
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	rotav1 "github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
+	"github.com/rota-dev/rota/pkg/gpuquota"
+)
+
+// The tenants' terms come from two places: the plugin's args (limits
+// without a guarantee, as before GPUQuota existed) and the cluster's
+// GPUQuotas, which replace a namespace's args whole. The table is rebuilt
+// whenever a GPUQuota changes and swapped in at once: a cycle reads one
+// table, and a change needs no scheduler restart.
+
+// argTenants turns the args' limits into terms: nothing guaranteed, the
+// limit is what may be borrowed.
+func argTenants(args *QuotaArgs) []gpuquota.Tenant {
+	out := make([]gpuquota.Tenant, 0, len(args.Tenants))
+	for _, t := range args.Tenants {
+		tn := gpuquota.Tenant{Namespace: t.Namespace, OverLimit: rotav1.OverLimitPolicy(t.OverLimit), Models: map[string]gpuquota.Terms{}, Source: "the Quota plugin's args"}
+		for m, n := range t.Limits {
+			tn.Models[m] = gpuquota.Terms{Guaranteed: 0, Borrowing: int(n), Lending: gpuquota.Unlimited}
+		}
+		out = append(out, tn)
+	}
+	return out
+}
+
+// tenant returns the namespace's terms from the current table; nil when
+// it has none.
+func (pl *Quota) tenant(namespace string) *gpuquota.Tenant {
+	return pl.live.Table().Tenant(namespace)
+}
+
+// tenantOrDefault is tenant, or, while some tenant is guaranteed GPUs, a
+// tenant without terms for a namespace that has none: its pods are then
+// checked too, because what they take may be borrowed (and is marked);
+// nil when the namespace's pods need no check.
+func (pl *Quota) tenantOrDefault(namespace string) *gpuquota.Tenant {
+	table := pl.live.Table()
+	if t := table.Tenant(namespace); t != nil && len(t.Models) > 0 {
+		return t
+	}
+	if table.AnyGuarantees() {
+		return &gpuquota.Tenant{Namespace: namespace, OverLimit: rotav1.OverLimitWait, Models: map[string]gpuquota.Terms{}}
+	}
+	return nil
+}
+
+// watchGPUQuotas starts an informer on GPUQuotas whose every change
+// rebuilds the table. The factory is the plugin's own.
+func (pl *Quota) watchGPUQuotas(ctx context.Context, dyn dynamic.Interface) error {
+	factory := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
+	inf := factory.ForResource(rotav1.GPUQuotasResource).Informer()
+	rebuild := func(any) { pl.rebuild(ctx, inf.GetStore()) }
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    rebuild,
+		UpdateFunc: func(_, obj any) { rebuild(obj) },
+		DeleteFunc: rebuild,
+	}); err != nil {
+		return fmt.Errorf("%s: GPUQuota event handler: %w", Name, err)
+	}
+	pl.quotasSynced = inf.HasSynced
+	factory.Start(ctx.Done())
+	return nil
+}
+
+// rebuild makes the table from the args and every GPUQuota in store.
+func (pl *Quota) rebuild(ctx context.Context, store cache.Store) {
+	logger := klog.FromContext(ctx)
+	var quotas []*rotav1.GPUQuota
+	for _, obj := range store.List() {
+		q, err := gpuquota.FromObject(obj)
+		if err != nil {
+			name := "?"
+			if u, ok := obj.(*unstructured.Unstructured); ok {
+				name = u.GetName()
+			}
+			logger.Error(err, "Ignoring a GPUQuota that does not decode", "gpuquota", name)
+			continue
+		}
+		quotas = append(quotas, q)
+	}
+	table, invalid := gpuquota.NewTable(quotas, pl.fromArgs)
+	for _, q := range invalid {
+		logger.Error(gpuquota.Validate(q).ToAggregate(), "Ignoring an invalid GPUQuota", "gpuquota", klog.KObj(q))
+	}
+	pl.live.SetTable(table)
+	pl.caches.Limits.Set(table.Limits())
+	logger.V(2).Info("Quota terms changed", "tenants", table.Namespaces())
+}

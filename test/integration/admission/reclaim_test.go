@@ -1,0 +1,169 @@
+package admission
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
+	rotav1 "github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
+	"github.com/rota-dev/rota/pkg/gpuquota"
+	"github.com/rota-dev/rota/test/integration/framework"
+)
+
+// createGPUQuota creates a GPUQuota guaranteeing guaranteed GPUs of model
+// to namespace.
+func createGPUQuota(t *testing.T, cp *framework.ControlPlane, namespace, model string, guaranteed int32) {
+	t.Helper()
+	u, err := gpuquota.ToUnstructured(&rotav1.GPUQuota{
+		ObjectMeta: metav1.ObjectMeta{Name: namespace},
+		Spec:       rotav1.GPUQuotaSpec{Models: []rotav1.ModelQuota{{Model: model, Guaranteed: guaranteed}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cp.Dynamic.Resource(rotav1.GPUQuotasResource).Create(context.Background(), u, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create GPUQuota %s: %v", namespace, err)
+	}
+}
+
+// twoGPUTemplate asks for two H100s.
+func twoGPUTemplate(namespace string) any {
+	tmpl := framework.TieredClaimTemplate(namespace, "two-h100", framework.ModelTier("H100"))
+	tmpl.Spec.Spec.Devices.Requests[0].FirstAvailable[0].Count = 2
+	return tmpl
+}
+
+// actAsKubeletAndWorkload stands in for what no process does here: it
+// finishes the deletion of team-b's evicted pods (a kubelet would, once
+// their containers stop), and acknowledges a checkpoint request the way a
+// workload that declared one does, by copying the request's time into
+// rota.dev/checkpointed.
+func actAsKubeletAndWorkload(t *testing.T, cp *framework.ControlPlane, namespace string) (acked func() []string) {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	var mu sync.Mutex
+	var acks []string
+	go func() {
+		for ctx.Err() == nil {
+			pods, err := cp.Client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{})
+			if err == nil {
+				for _, p := range pods.Items {
+					if p.DeletionTimestamp != nil {
+						_ = cp.Client.CoreV1().Pods(namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+						continue
+					}
+					req, asked := p.Annotations[gpuv1.CheckpointRequestedAnnotation]
+					if asked && p.Annotations[gpuv1.CheckpointedAnnotation] != req {
+						patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, gpuv1.CheckpointedAnnotation, req)
+						if _, err := cp.Client.CoreV1().Pods(namespace).Patch(ctx, p.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err == nil {
+							mu.Lock()
+							acks = append(acks, p.Name)
+							mu.Unlock()
+						}
+					}
+				}
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
+	return func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), acks...)
+	}
+}
+
+// TestReclaimForGuarantee is the scenario of docs/admission.md: team-a is
+// guaranteed 8 H100 and idle; team-b (guaranteed 8) borrows the other 8 of
+// the pool's 16. team-a's 4-GPU gang is placed whole after the newest two
+// of team-b's borrowers, one declaring a checkpoint and one not, are asked
+// to checkpoint and evicted; team-b keeps everything within its guarantee.
+func TestReclaimForGuarantee(t *testing.T) {
+	cp := framework.StartControlPlane(t)
+	cp.StartClaimController(t)
+	cp.Create(t,
+		framework.Namespace("team-a"), framework.Namespace("team-b"), framework.DeviceClass(),
+		framework.Node("n1"), framework.GPUSlice("n1", framework.GPUs(framework.H100, 8)...),
+		framework.Node("n2"), framework.GPUSlice("n2", framework.GPUs(framework.H100, 8)...),
+	)
+	createGPUQuota(t, cp, "team-a", "H100", 8)
+	createGPUQuota(t, cp, "team-b", "H100", 8)
+	cp.StartScheduler(t)
+	cp.Create(t, twoGPUTemplate("team-a"), twoGPUTemplate("team-b"))
+
+	for i := range 8 {
+		pod := framework.GPUPod("team-b", fmt.Sprintf("b-%d", i), sched, "two-h100")
+		if i == 7 {
+			pod.Annotations = map[string]string{gpuv1.CheckpointAnnotation: "grace=60s"}
+		}
+		cp.Create(t, pod)
+		bound := cp.WaitForPodBound(t, "team-b", pod.Name)
+		mark, marked := bound.Annotations[gpuv1.BorrowedAnnotation]
+		switch {
+		case i < 4 && marked:
+			t.Fatalf("%s marked %q: team-b's first 8 GPUs are within its guarantee", pod.Name, mark)
+		case i >= 4 && mark != "H100=2":
+			t.Fatalf("%s borrower mark %q, want H100=2: team-b holds %d of its 8 guaranteed", pod.Name, mark, 2*i)
+		}
+	}
+	acked := actAsKubeletAndWorkload(t, cp, "team-b")
+
+	for i := range 2 {
+		g := framework.GPUPod("team-a", fmt.Sprintf("train-%d", i), sched, "two-h100")
+		g.Labels = map[string]string{gpuv1.GangLabel: "train"}
+		g.Annotations = map[string]string{gpuv1.GangSizeAnnotation: "2"}
+		cp.Create(t, g)
+	}
+	for i := range 2 {
+		p := cp.WaitForPodBound(t, "team-a", fmt.Sprintf("train-%d", i))
+		if _, marked := p.Annotations[gpuv1.BorrowedAnnotation]; marked {
+			t.Errorf("%s is marked a borrower; it is within team-a's guarantee", p.Name)
+		}
+	}
+
+	for i := range 8 {
+		name := fmt.Sprintf("b-%d", i)
+		_, err := cp.Client.CoreV1().Pods("team-b").Get(context.Background(), name, metav1.GetOptions{})
+		gone := apierrors.IsNotFound(err)
+		if want := i >= 6; gone != want {
+			t.Errorf("%s gone = %v, want %v: the reclaim takes team-b's two newest borrowers and nothing within its guarantee", name, gone, want)
+		}
+	}
+	if got := acked(); len(got) != 1 || got[0] != "b-7" {
+		t.Errorf("checkpoint acknowledgements %v, want [b-7]: only b-7 declared one", got)
+	}
+	b7 := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "b-7"}}
+	b6 := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "b-6"}}
+	checkpoint := cp.PodEventNotes(t, b7, gpuv1.CheckpointEventReason)
+	if len(checkpoint) == 0 || !strings.Contains(strings.Join(checkpoint, "\n"), "acknowledged") {
+		t.Errorf("b-7 Checkpoint events %q, want an acknowledgement", checkpoint)
+	}
+	if notes := cp.PodEventNotes(t, b6, gpuv1.CheckpointEventReason); len(notes) > 0 && strings.Contains(strings.Join(notes, "\n"), "acknowledged") {
+		t.Errorf("b-6 declared no checkpoint, yet: %q", notes)
+	}
+	for _, p := range []*v1.Pod{b6, b7} {
+		notes := strings.Join(cp.PodEventNotes(t, p, gpuv1.ReclaimEventReason), "\n")
+		for _, want := range []string{"team-a", "8 guaranteed", "team-b holds 16"} {
+			if !strings.Contains(notes, want) {
+				t.Errorf("%s Reclaimed events %q lack %q", p.Name, notes, want)
+			}
+		}
+	}
+	reclaiming := cp.PodEventNotes(t, &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "train-0"}}, gpuv1.ReclaimingEventReason)
+	reclaiming = append(reclaiming, cp.PodEventNotes(t, &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "train-1"}}, gpuv1.ReclaimingEventReason)...)
+	if joined := strings.Join(reclaiming, "\n"); !strings.Contains(joined, "reclaiming 4 H100 for team-a's guarantee") || !strings.Contains(joined, "team-b/b-7") {
+		t.Errorf("the gang's Reclaiming events %q do not say what is reclaimed from whom", reclaiming)
+	}
+	held := cp.AllocatedDevices(t)
+	t.Logf("allocated after the reclaim: %v", held)
+}
