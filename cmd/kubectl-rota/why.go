@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
@@ -35,6 +37,10 @@ func newWhyCommand(o *options) *cobra.Command {
 				return err
 			}
 			r := whyreport.Explain(pod, evs)
+			r.DescribeReclaim(time.Now(), func(ns, name string) bool {
+				p, err := client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+				return apierrors.IsNotFound(err) || (err == nil && p.DeletionTimestamp != nil)
+			})
 			switch o.output {
 			case "json":
 				return writeJSON(o.streams.Out, r)

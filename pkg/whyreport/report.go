@@ -57,6 +57,11 @@ type Report struct {
 	// AdviceTruncated: the advisor's search stopped at its bound, so a
 	// cheaper move plan may exist.
 	AdviceTruncated bool `json:"adviceTruncated,omitempty"`
+	// Reclaim is the reclaim under way for the pod (its rota.dev/reclaim
+	// annotation); Reclaiming says it with each victim's state now
+	// (Report.DescribeReclaim).
+	Reclaim    *waits.ReclaimDetail `json:"reclaim,omitempty"`
+	Reclaiming string               `json:"reclaiming,omitempty"`
 	// Analysis is the PodScheduled condition's message.
 	Analysis  string  `json:"analysis,omitempty"`
 	Decisions []Event `json:"decisions,omitempty"`
@@ -113,6 +118,11 @@ func Explain(pod *v1.Pod, evs []v1.Event) Report {
 	}
 	if pod.Spec.NodeName != "" {
 		r.PassedOver, _ = waits.PassedOver(pod)
+	} else if raw, ok := pod.Annotations[gpuv1.ReclaimAnnotation]; ok {
+		var d waits.ReclaimDetail
+		if err := json.Unmarshal([]byte(raw), &d); err == nil {
+			r.Reclaim = &d
+		}
 	}
 	r.Verdict = verdict(pod, &r)
 	r.Decisions = decisions(evs)
@@ -189,4 +199,22 @@ func count(e v1.Event) int32 {
 		return e.Series.Count
 	}
 	return e.Count
+}
+
+// DescribeReclaim fills in Reclaiming: the reclaim under way at now, each
+// victim evicted (gone reports a pod that no longer runs), evicting or in
+// its checkpoint grace, with the time left.
+func (r *Report) DescribeReclaim(now time.Time, gone func(namespace, name string) bool) {
+	if r.Reclaim == nil {
+		return
+	}
+	r.Reclaiming = r.Reclaim.Describe(now, func(v waits.ReclaimVictim) bool {
+		for _, key := range v.Pods {
+			ns, name, _ := strings.Cut(key, "/")
+			if !gone(ns, name) {
+				return false
+			}
+		}
+		return true
+	})
 }

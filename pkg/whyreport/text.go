@@ -54,6 +54,9 @@ func WriteText(w io.Writer, r Report, o TextOptions) error {
 			p.wrapped("Note: ", n)
 		}
 	}
+	if r.Reclaiming != "" {
+		p.wrapped("Reclaim: ", r.Reclaiming)
+	}
 	if len(r.Advice) > 0 {
 		// The first (least disruptive) option only, to keep the answer
 		// short; -o json lists them all.

@@ -2,6 +2,7 @@ package reclaim
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -9,8 +10,10 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	policylisters "k8s.io/client-go/listers/policy/v1"
@@ -22,10 +25,11 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework/preemption"
 	"k8s.io/utils/clock"
 
-	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
 	"github.com/rota-dev/rota/pkg/advisor"
+	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
 	"github.com/rota-dev/rota/pkg/gpupool"
 	"github.com/rota-dev/rota/pkg/gpuquota"
+	"github.com/rota-dev/rota/pkg/waits"
 )
 
 // Name is the plugin's name in KubeSchedulerConfiguration.
@@ -45,9 +49,6 @@ var _ fwk.PostFilterPlugin = &Reclaim{}
 type Evictor interface {
 	// Submit queues the victims; one already queued is not queued again.
 	Submit(ctx context.Context, victims []Victim)
-	// Grace returns the deadline of a victim's checkpoint grace (its pod's
-	// UID); false when it is not waiting for a checkpoint.
-	Grace(pod *v1.Pod) (time.Time, bool)
 }
 
 // Victim is one pod to evict and why.
@@ -81,8 +82,9 @@ type Reclaim struct {
 
 // active is a reclaim under way.
 type active struct {
-	plan  *plan
-	until time.Time
+	plan   *plan
+	detail waits.ReclaimDetail
+	until  time.Time
 }
 
 // Factory returns a constructor whose plugin shares caches and live with
@@ -155,7 +157,7 @@ func (pl *Reclaim) reclaim(ctx context.Context, pod *v1.Pod) *fwk.Status {
 	}
 	now := pl.clock.Now()
 	if a := pl.underway(unit.Key, now); a != nil {
-		return fwk.NewStatus(fwk.Unschedulable, pl.describe(a.plan, unit.Key))
+		return fwk.NewStatus(fwk.Unschedulable, a.detail.Describe(now, pl.gone))
 	}
 	pods := map[string]*v1.Pod{}
 	all, err := pl.pods.List(labels.Everything())
@@ -173,23 +175,32 @@ func (pl *Reclaim) reclaim(ctx context.Context, pod *v1.Pod) *fwk.Status {
 		return nil
 	}
 	until := now.Add(lapse)
+	detail := waits.ReclaimDetail{Tenant: unit.Namespace, Unit: unit.Key, Model: p.Model, Need: p.Need, Used: p.Used, Guaranteed: p.Guaranteed, Started: now}
 	var victims []Victim
 	for _, v := range p.Victims {
 		msg := victimMessage(p, v, unit)
+		rv := waits.ReclaimVictim{Workload: v.Key, GPUs: v.GPUs}
 		for _, vp := range v.Pods {
+			rv.Pods = append(rv.Pods, vp.Namespace+"/"+vp.Name)
 			victims = append(victims, Victim{Pod: vp, Tenant: unit.Namespace, Unit: unit.Key, Message: msg})
 			if grace, ok := declaredGrace(vp); ok {
-				until = later(until, now.Add(grace+lapse))
+				end := now.Add(grace)
+				if rv.GraceUntil == nil || end.After(*rv.GraceUntil) {
+					rv.GraceUntil = &end
+				}
+				until = later(until, end.Add(lapse))
 			}
 		}
+		detail.Victims = append(detail.Victims, rv)
 	}
 	pl.mu.Lock()
-	pl.active[unit.Key] = &active{plan: p, until: until}
+	pl.active[unit.Key] = &active{plan: p, detail: detail, until: until}
 	pl.mu.Unlock()
 	pl.live.StartReclaim(p.Model, unit.Key, until)
 	pl.evictor.Submit(ctx, victims)
-	msg := pl.describe(p, unit.Key)
+	msg := detail.Describe(now, nil)
 	pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeNormal, gpuv1.ReclaimingEventReason, "Reclaim", "%s", msg)
+	pl.annotate(ctx, unit, detail)
 	logger.Info("Reclaiming borrowed GPUs", "pod", klog.KObj(pod), "unit", unit.Key, "model", p.Model, "victims", len(p.Victims))
 	return fwk.NewStatus(fwk.Unschedulable, msg)
 }
@@ -222,27 +233,43 @@ func (pl *Reclaim) victimsGone(p *plan) bool {
 	return true
 }
 
-// describe says what the reclaim does, with each victim's checkpoint
-// grace left: "reclaiming 4 H100 for team-a's guarantee (holds 0 of 8,
-// needs 4) from borrowers team-b/b-7 (2 GPUs; checkpoint grace 1m20s
-// left), team-b/b-6 (2 GPUs; evicting)".
-func (pl *Reclaim) describe(p *plan, unit string) string {
-	now := pl.clock.Now()
-	parts := make([]string, 0, len(p.Victims))
-	taken := 0
-	for _, v := range p.Victims {
-		taken += v.GPUs
-		state := "evicting"
-		for _, vp := range v.Pods {
-			if d, ok := pl.evictor.Grace(vp); ok {
-				state = fmt.Sprintf("checkpoint grace %s left", d.Sub(now).Round(time.Second))
+// gone reports whether every pod of a victim is gone or terminating.
+func (pl *Reclaim) gone(v waits.ReclaimVictim) bool {
+	for _, key := range v.Pods {
+		ns, name, _ := strings.Cut(key, "/")
+		if cur, err := pl.pods.Pods(ns).Get(name); err == nil && cur.DeletionTimestamp == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// annotate writes the reclaim on the unit's waiting pods for `kubectl rota
+// why`, off the scheduling cycle.
+func (pl *Reclaim) annotate(ctx context.Context, unit *advisor.Workload, detail waits.ReclaimDetail) {
+	raw, err := json.Marshal(detail)
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Encoding the reclaim detail")
+		return
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{gpuv1.ReclaimAnnotation: string(raw)}}})
+	if err != nil {
+		return
+	}
+	client := pl.handle.ClientSet()
+	logger := klog.FromContext(ctx)
+	var keys []string
+	for _, g := range unit.Groups {
+		keys = append(keys, g.Pods...)
+	}
+	go func() {
+		for _, key := range keys {
+			ns, name, _ := strings.Cut(key, "/")
+			if _, err := client.CoreV1().Pods(ns).Patch(context.WithoutCancel(ctx), name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+				logger.V(2).Info("Writing the reclaim detail failed", "pod", key, "err", err)
 			}
 		}
-		parts = append(parts, fmt.Sprintf("%s (%d GPUs; %s)", v.Key, v.GPUs, state))
-	}
-	ns, _, _ := strings.Cut(unit, "/")
-	return fmt.Sprintf("reclaiming %d %s for %s's guarantee (holds %d of %d, needs %d) from borrowers %s",
-		taken, p.Model, ns, p.Used, p.Guaranteed, p.Need, strings.Join(parts, ", "))
+	}()
 }
 
 // victimMessage is the numbers a victim's Events carry.

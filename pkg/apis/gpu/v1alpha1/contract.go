@@ -185,3 +185,8 @@ const (
 	CheckpointEventReason = "Checkpoint"
 	ReclaimingEventReason = "Reclaiming"
 )
+
+// ReclaimAnnotation carries, as JSON, the reclaim under way for a waiting
+// pod (its victims and their checkpoint grace) for `kubectl rota why`;
+// written by the scheduler.
+const ReclaimAnnotation = "rota.dev/reclaim"
