@@ -13,12 +13,18 @@ import (
 	rotav1 "github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
 )
 
+// gpuQuotasEvent is GPUQuota changes, named as kube-scheduler names a
+// custom resource it watches for plugins (<plural>.<version>.<group>).
+var gpuQuotasEvent = fwk.EventResource(rotav1.GPUQuotasResource.Resource + "." + rotav1.GPUQuotasResource.Version + "." + rotav1.GPUQuotasResource.Group)
+
 // EventsToRegister: a pod Quota rejected can fit once its tenant holds
 // fewer devices, that is when a claim of its namespace is deleted while
-// allocated or deallocated.
+// allocated or deallocated, or once a GPUQuota changes (a guarantee or a
+// limit raised).
 func (pl *Quota) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, error) {
 	return []fwk.ClusterEventWithHint{
 		{Event: fwk.ClusterEvent{Resource: fwk.ResourceClaim, ActionType: fwk.Update | fwk.Delete}, QueueingHintFn: pl.isSchedulableAfterClaimChange},
+		{Event: fwk.ClusterEvent{Resource: gpuQuotasEvent, ActionType: fwk.All}},
 	}, nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -166,4 +167,49 @@ func TestReclaimForGuarantee(t *testing.T) {
 	}
 	held := cp.AllocatedDevices(t)
 	t.Logf("allocated after the reclaim: %v", held)
+}
+
+// TestPreemptionStaysWithinTenant: with Reclaim in place of
+// DefaultPreemption, priority still preempts, but only inside a tenant.
+// One H100: team-a's low-priority pod holds it; team-b's high-priority pod
+// waits (no guarantee covers it, and another tenant's pod is taken only
+// by a reclaim); team-a's own high-priority pod preempts it.
+func TestPreemptionStaysWithinTenant(t *testing.T) {
+	cp := framework.StartControlPlane(t)
+	cp.StartClaimController(t)
+	cp.Create(t,
+		framework.Namespace("team-a"), framework.Namespace("team-b"), framework.DeviceClass(),
+		framework.Node("n1"), framework.GPUSlice("n1", framework.GPUs(framework.H100, 1)...),
+	)
+	for name, value := range map[string]int32{"low": 100, "high": 1000} {
+		pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value}
+		if _, err := cp.Client.SchedulingV1().PriorityClasses().Create(context.Background(), pc, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cp.StartScheduler(t)
+	h100 := framework.ModelTier("H100")
+	cp.Create(t, framework.TieredClaimTemplate("team-a", "h100", h100), framework.TieredClaimTemplate("team-b", "h100", h100))
+	withPriority := func(p *v1.Pod, class string) *v1.Pod {
+		p.Spec.PriorityClassName = class
+		return p
+	}
+	cp.Create(t, withPriority(framework.GPUPod("team-a", "a-low", sched, "h100"), "low"))
+	cp.WaitForPodBound(t, "team-a", "a-low")
+	actAsKubeletAndWorkload(t, cp, "team-a")
+
+	cp.Create(t, withPriority(framework.GPUPod("team-b", "b-high", sched, "h100"), "high"))
+	cp.WaitForPodUnschedulable(t, "team-b", "b-high")
+	if p, err := cp.Client.CoreV1().Pods("team-a").Get(context.Background(), "a-low", metav1.GetOptions{}); err != nil || p.DeletionTimestamp != nil {
+		t.Fatalf("team-b's pod preempted team-a's: %v", err)
+	}
+	cp.DeletePodNow(t, "team-b", "b-high")
+
+	cp.Create(t, withPriority(framework.GPUPod("team-a", "a-high", sched, "h100"), "high"))
+	if node := cp.WaitForPodBound(t, "team-a", "a-high").Spec.NodeName; node != "n1" {
+		t.Fatalf("a-high on %q", node)
+	}
+	if _, err := cp.Client.CoreV1().Pods("team-a").Get(context.Background(), "a-low", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("a-low still there (%v): team-a's high-priority pod should have preempted it", err)
+	}
 }
