@@ -180,8 +180,13 @@ const (
 	CheckpointedAnnotation = "rota.dev/checkpointed"
 	// ReclaimEventReason is the reason of the Event on a pod evicted to
 	// give GPUs back to a tenant's guarantee; CheckpointEventReason of the
-	// Event that says whether it acknowledged its checkpoint in time.
-	ReclaimEventReason    = "Reclaimed"
-	CheckpointEventReason = "Checkpoint"
-	ReclaimingEventReason = "Reclaiming"
+	// Event that says whether it acknowledged its checkpoint in time;
+	// ReclaimingEventReason of the Event that a reclaim takes the pod (the
+	// tenant it serves and the numbers), before its checkpoint;
+	// ReclaimBlockedEventReason of the Event that the eviction did not
+	// happen (a PodDisruptionBudget refused every try, or an API error).
+	ReclaimEventReason        = "Reclaimed"
+	CheckpointEventReason     = "Checkpoint"
+	ReclaimingEventReason     = "Reclaiming"
+	ReclaimBlockedEventReason = "ReclaimBlocked"
 )
