@@ -19,7 +19,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/testutil"
@@ -69,6 +71,11 @@ type fixture struct {
 }
 
 func newFixture(t *testing.T, answers []error, objs ...runtime.Object) *fixture {
+	return newFixtureWith(t, nil, answers, objs...)
+}
+
+// newFixtureWith is newFixture with options changed by opts.
+func newFixtureWith(t *testing.T, opts func(*Options), answers []error, objs ...runtime.Object) *fixture {
 	f := &fixture{t: t, client: fake.NewClientset(objs...), recorder: events.NewFakeRecorder(100),
 		clock: clocktesting.NewFakeClock(t0), registry: metrics.NewKubeRegistry(), answers: answers}
 	f.client.PrependReactor("create", "pods", func(a clienttesting.Action) (bool, runtime.Object, error) {
@@ -87,8 +94,12 @@ func newFixture(t *testing.T, answers []error, objs ...runtime.Object) *fixture 
 		}
 		return true, nil, err
 	})
-	ev, err := New(Options{Client: f.client, Recorder: f.recorder, Clock: f.clock, Registry: f.registry,
-		Retry: Retry{Initial: time.Second, Max: 4 * time.Second, Tries: 4}})
+	o := Options{Client: f.client, Recorder: f.recorder, Clock: f.clock, Registry: f.registry,
+		Retry: Retry{Initial: time.Second, Max: 4 * time.Second, Tries: 4}}
+	if opts != nil {
+		opts(&o)
+	}
+	ev, err := New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -305,6 +316,40 @@ func TestEvictAnnotationAcknowledged(t *testing.T) {
 		t.Errorf("patches (-want +got):\n%s", diff)
 	}
 	f.checkEvicted(1)
+	f.checkMetrics(map[string]int{"acknowledged": 1}, map[string]int{"evicted": 1})
+}
+
+// TestEvictAcknowledgedInLister: with a lister the wait reads the pod
+// from it, not from the API server.
+func TestEvictAcknowledgedInLister(t *testing.T) {
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	f := newFixtureWith(t, func(o *Options) { o.Pods = corelisters.NewPodLister(indexer); o.Poll = 5 * time.Second },
+		nil, victimPod("grace=90s"))
+	done := f.start(victim())
+	f.until("the checkpoint to be requested", func() bool {
+		s := f.ev.InProgress()
+		return len(s) == 1 && s[0].Phase == Checkpointing
+	})
+	acked := victimPod("grace=90s")
+	acked.Annotations[gpuv1.CheckpointRequestedAnnotation] = "2026-12-06T05:00:00Z"
+	acked.Annotations[gpuv1.CheckpointedAnnotation] = "2026-12-06T05:00:00Z"
+	if err := indexer.Add(acked); err != nil {
+		t.Fatal(err)
+	}
+	gets := len(f.client.Actions())
+	f.step(checkpointTimers, 5*time.Second)
+	res, err := done()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (Result{Checkpoint: Acknowledged, Eviction: Evicted, Waited: 5 * time.Second}); res != want {
+		t.Errorf("result = %+v, want %+v", res, want)
+	}
+	for _, a := range f.client.Actions()[gets:] {
+		if a.GetVerb() == "get" {
+			t.Errorf("the wait read the API server: %v", a)
+		}
+	}
 	f.checkMetrics(map[string]int{"acknowledged": 1}, map[string]int{"evicted": 1})
 }
 

@@ -90,7 +90,7 @@ func (n HTTPNotifier) Notify(ctx context.Context, pod *v1.Pod, endpoint Endpoint
 	if err != nil {
 		return fmt.Errorf("POST %s: %w", url, err)
 	}
-	defer resp.Body.Close()
+	defer resp.Body.Close() //nolint:errcheck // read-only body
 	// Drain a little so that the connection can be reused.
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
