@@ -7,7 +7,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
@@ -40,25 +39,8 @@ func (e *Evictor) reclaim(ctx context.Context, v Victim) (Result, error) {
 	}
 
 	decl, declErr := declarationOf(pod)
-	var related runtime.Object
-	if r := v.For.related(); r != nil {
-		related = r
-	}
-	note := v.Reason()
-	switch {
-	case declErr != nil:
-		note += "; its checkpoint declaration is invalid, evicting without a checkpoint"
-	case decl == nil:
-		note += "; it declares no checkpoint (" + gpuv1.CheckpointAnnotation + "), evicting now"
-	default:
-		note += "; asking it to checkpoint within " + decl.Grace.String()
-		if decl.HTTP != nil {
-			note += " (annotation " + gpuv1.CheckpointRequestedAnnotation + ", POST to port " + decl.HTTP.String() + ")"
-		} else {
-			note += " (annotation " + gpuv1.CheckpointRequestedAnnotation + ")"
-		}
-	}
-	e.recorder.Eventf(pod, related, v1.EventTypeNormal, gpuv1.ReclaimingEventReason, actionReclaim, "%s", note)
+	related := v.For.related()
+	e.recorder.Eventf(pod, related, v1.EventTypeNormal, gpuv1.ReclaimingEventReason, actionReclaim, "%s", reclaimingNote(v, decl, declErr))
 
 	switch {
 	case declErr != nil:
@@ -90,6 +72,22 @@ func (e *Evictor) reclaim(ctx context.Context, v Victim) (Result, error) {
 
 	res.Eviction, err = e.evict(ctx, v, pod, related)
 	return res, err
+}
+
+// reclaimingNote is the Reclaiming Event's note: why the pod is taken and
+// what happens next.
+func reclaimingNote(v Victim, decl *Declaration, declErr error) string {
+	note := v.Reason()
+	switch {
+	case declErr != nil:
+		return note + "; its checkpoint declaration is invalid, evicting without a checkpoint"
+	case decl == nil:
+		return note + "; it declares no checkpoint (" + gpuv1.CheckpointAnnotation + "), evicting now"
+	case decl.HTTP != nil:
+		return note + "; asking it to checkpoint within " + decl.Grace.String() +
+			" (annotation " + gpuv1.CheckpointRequestedAnnotation + ", POST to port " + decl.HTTP.String() + ")"
+	}
+	return note + "; asking it to checkpoint within " + decl.Grace.String() + " (annotation " + gpuv1.CheckpointRequestedAnnotation + ")"
 }
 
 // declarationOf parses pod's checkpoint declaration; nil when it has none.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -62,7 +63,7 @@ func (r Reclaimer) waiter() string {
 
 // related is the object the Events name beside the victim: the waiting
 // pod, when known.
-func (r Reclaimer) related() *v1.ObjectReference {
+func (r Reclaimer) related() runtime.Object {
 	if r.Pod.Name == "" {
 		return nil
 	}
