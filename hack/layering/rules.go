@@ -59,6 +59,8 @@ var rules = []rule{
 		Why: "kubectl rota defrag plans with the unblock advisor over listed objects and evicts through the Eviction API; it knows no plugin, controller, driver or sandbox"},
 	{From: "pkg/preflight", Only: []string{"pkg/apis"},
 		Why: "`kubectl rota preflight` reads the cluster through the API server and knows only the API types and the wire contract"},
+	{From: "pkg/evictor", Only: []string{"pkg/apis", "pkg/events"},
+		Why: "the reclaim evictor (checkpoint, then the Eviction API) is a library for the Reclaim plugin: it knows only the wire contract and client-go, no plugin, controller or rule package"},
 	{From: "pkg/events", Only: []string{"pkg/apis"},
 		Why: "the event broadcaster of the controller binaries knows only the API types"},
 	{From: "pkg/scheduler", Only: []string{"pkg/plugins", "pkg/gpupool", "pkg/waits"},

@@ -167,10 +167,17 @@ const (
 	BorrowedAnnotation = "rota.dev/borrowed"
 	// CheckpointAnnotation declares how a workload checkpoints before it is
 	// evicted for a reclaim: "grace=<duration>[,http=<port><path>]", e.g.
-	// "grace=90s,http=8080/checkpoint". Rota asks it to checkpoint (the
-	// CheckpointRequestedAnnotation, and an HTTP POST to the pod's port and
-	// path when given), waits for the acknowledgement or the grace, then
-	// evicts.
+	// "grace=90s,http=8080/checkpoint" (grace 1s to 1h, port 1 to 65535,
+	// the path starting with "/"; pkg/evictor.ParseDeclaration). Rota asks
+	// it to checkpoint (the CheckpointRequestedAnnotation, and an HTTP POST
+	// to the pod's IP, port and path when given, with the JSON body
+	// {"requested": <that value>, "deadline": <RFC 3339>, "tenant": <the
+	// tenant the GPUs go back to>}), waits for the acknowledgement (a 2xx
+	// answer to the POST, or the CheckpointedAnnotation) or the grace, then
+	// evicts. Rota never execs into a pod: a sidecar in a pod with
+	// shareProcessNamespace can turn the annotation into a signal. A pod
+	// without the annotation, or with one that does not parse, is evicted
+	// at once.
 	CheckpointAnnotation = "rota.dev/checkpoint"
 	// CheckpointRequestedAnnotation is the time (RFC 3339) Rota asked the pod
 	// to checkpoint; a downward-API volume shows it inside the pod.
@@ -180,10 +187,15 @@ const (
 	CheckpointedAnnotation = "rota.dev/checkpointed"
 	// ReclaimEventReason is the reason of the Event on a pod evicted to
 	// give GPUs back to a tenant's guarantee; CheckpointEventReason of the
-	// Event that says whether it acknowledged its checkpoint in time.
-	ReclaimEventReason    = "Reclaimed"
-	CheckpointEventReason = "Checkpoint"
-	ReclaimingEventReason = "Reclaiming"
+	// Event that says whether it acknowledged its checkpoint in time;
+	// ReclaimingEventReason of the Event that a reclaim takes the pod (the
+	// tenant it serves and the numbers), before its checkpoint;
+	// ReclaimBlockedEventReason of the Event that the eviction did not
+	// happen (a PodDisruptionBudget refused every try, or an API error).
+	ReclaimEventReason        = "Reclaimed"
+	CheckpointEventReason     = "Checkpoint"
+	ReclaimingEventReason     = "Reclaiming"
+	ReclaimBlockedEventReason = "ReclaimBlocked"
 )
 
 // ReclaimAnnotation carries, as JSON, the reclaim under way for a waiting
