@@ -45,6 +45,9 @@ type Options struct {
 	Clock clock.WithTicker
 	// Registry receives the metrics (nil: a registry of their own).
 	Registry metrics.KubeRegistry
+	// Metrics, when set, are the metrics to count in instead (shared by
+	// every evictor of the process; Registry is then unused).
+	Metrics *Metrics
 	// Notifier sends the HTTP POST of a pod that declares one (nil:
 	// HTTPNotifier{}).
 	Notifier Notifier
@@ -104,9 +107,12 @@ func New(o Options) (*Evictor, error) {
 	if o.Retry.Tries <= 0 {
 		o.Retry = DefaultRetry()
 	}
+	if o.Metrics == nil {
+		o.Metrics = NewMetrics(o.Registry)
+	}
 	return &Evictor{
 		client: o.Client, recorder: o.Recorder, clock: o.Clock, notifier: o.Notifier, pods: o.Pods,
-		poll: o.Poll, retry: o.Retry, metrics: NewMetrics(o.Registry),
+		poll: o.Poll, retry: o.Retry, metrics: o.Metrics,
 		queue:  workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[types.UID]{Name: "rota_reclaim_evictions"}),
 		active: map[types.UID]*entry{},
 	}, nil

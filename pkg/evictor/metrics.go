@@ -44,6 +44,17 @@ type Metrics struct {
 // NewMetrics creates the metrics and registers them in reg (nil: a
 // registry of their own, for callers that serve none).
 func NewMetrics(reg metrics.KubeRegistry) *Metrics {
+	if reg == nil {
+		reg = metrics.NewKubeRegistry()
+	}
+	return NewMetricsFunc(reg.MustRegister)
+}
+
+// NewMetricsFunc creates the metrics and registers them with
+// mustRegister, such as legacyregistry.MustRegister for a component that
+// serves the legacy registry (kube-scheduler): call it once per process
+// and share the result (Options.Metrics).
+func NewMetricsFunc(mustRegister func(...metrics.Registerable)) *Metrics {
 	m := &Metrics{
 		checkpoints: metrics.NewCounterVec(&metrics.CounterOpts{
 			Namespace: "rota", Subsystem: "reclaim", Name: "checkpoints_total",
@@ -58,10 +69,7 @@ func NewMetrics(reg metrics.KubeRegistry) *Metrics {
 			StabilityLevel: metrics.ALPHA,
 		}, []string{"result"}),
 	}
-	if reg == nil {
-		reg = metrics.NewKubeRegistry()
-	}
-	reg.MustRegister(m.checkpoints, m.evictions)
+	mustRegister(m.checkpoints, m.evictions)
 	return m
 }
 

@@ -20,6 +20,9 @@ type Victim struct {
 	For Reclaimer
 	// Numbers are the counts behind the decision, for the Events.
 	Numbers Numbers
+	// Why, when set, is the reason the Events give instead of a reclaim's
+	// (a preemption by priority within the victim's own tenant).
+	Why string
 }
 
 // Reclaimer is the tenant whose guarantee the reclaim serves and the pod or
@@ -75,6 +78,9 @@ func (r Reclaimer) related() runtime.Object {
 // needs 4; team-b holds 16 with 8 guaranteed, 8 borrowed; this pod gives
 // back 4".
 func (v Victim) Reason() string {
+	if v.Why != "" {
+		return v.Why
+	}
 	n := v.Numbers
 	borrowed := max(n.VictimHolds-n.VictimGuarantee, 0)
 	victimTenant := v.Tenant

@@ -18,6 +18,7 @@ import (
 	"github.com/rota-dev/rota/pkg/plugins/fairness"
 	"github.com/rota-dev/rota/pkg/plugins/gang"
 	"github.com/rota-dev/rota/pkg/plugins/quota"
+	"github.com/rota-dev/rota/pkg/plugins/reclaim"
 	"github.com/rota-dev/rota/pkg/plugins/reservation"
 	"github.com/rota-dev/rota/pkg/plugins/tiering"
 	"github.com/rota-dev/rota/pkg/plugins/waitreason"
@@ -59,6 +60,7 @@ func registry(clk clock.PassiveClock, dyn dynamic.Interface) frameworkruntime.Re
 		quota.Name:       quota.Factory(caches, live, dyn),
 		fairness.Name:    fairness.Factory(caches, causes),
 		gang.Name:        gang.Factory(caches),
+		reclaim.Name:     reclaim.Factory(caches, live),
 		waitreason.Name:  waitreason.FactoryWithAdviceClock(caches, causes, clk),
 	}
 }

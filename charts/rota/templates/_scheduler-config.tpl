@@ -51,6 +51,7 @@ profiles:
       - name: Reservation
       - name: Quota
       - name: Gang
+      - name: Reclaim
       - name: WaitReason
   pluginConfig:
   - name: Tiering

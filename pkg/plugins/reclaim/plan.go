@@ -36,6 +36,8 @@ type victim struct {
 	// TenantUsed and TenantGuaranteed are its tenant's numbers for the
 	// model before the reclaim.
 	TenantUsed, TenantGuaranteed int
+	// Priority is its priority (a preemption within a tenant).
+	Priority int32
 }
 
 // plan is a reclaim for one waiting unit.
@@ -137,7 +139,8 @@ type candidate struct {
 }
 
 // candidates are the other tenants' workloads with a borrower of model,
-// in reclaim order: lowest priority first, then newest, then by key.
+// in reclaim order: lowest priority first, then newest (by creation time,
+// which has a resolution of one second, then by key, last first).
 func candidates(snap *advisor.Snapshot, pods map[string]*v1.Pod, unit *advisor.Workload, model string) []candidate {
 	modelOf := map[string]string{}
 	for _, d := range snap.Devices {
@@ -173,6 +176,12 @@ func candidates(snap *advisor.Snapshot, pods map[string]*v1.Pod, unit *advisor.W
 			out = append(out, c)
 		}
 	}
+	sortReclaimOrder(out)
+	return out
+}
+
+// sortReclaimOrder orders candidates lowest priority first, then newest.
+func sortReclaimOrder(out []candidate) {
 	sort.SliceStable(out, func(i, j int) bool {
 		a, b := out[i], out[j]
 		switch {
@@ -181,10 +190,11 @@ func candidates(snap *advisor.Snapshot, pods map[string]*v1.Pod, unit *advisor.W
 		case a.newest != b.newest:
 			return a.newest > b.newest
 		default:
-			return a.w.Key < b.w.Key
+			// Created in the same second: the later name first, as the
+			// replicas and ranks of one workload are numbered in order.
+			return a.w.Key > b.w.Key
 		}
 	})
-	return out
 }
 
 // makePlan plans a reclaim for unit, or says why there is none.
@@ -261,4 +271,48 @@ func moveWithin(snap *advisor.Snapshot, unit *advisor.Workload, chosen []candida
 		}
 	}
 	return advisor.Option{}, false
+}
+
+// makePriorityPlan plans a preemption by priority within unit's own
+// tenant: the tenant's running workloads of lower priority, lowest first,
+// then newest; the shortest prefix that lets unit fit, narrowed by the
+// advisor to the fewest GPUs. nil when none does.
+func makePriorityPlan(snap *advisor.Snapshot, pods map[string]*v1.Pod, unit *advisor.Workload, maxChecks int) *plan {
+	var cands []candidate
+	for i := range snap.Running {
+		w := &snap.Running[i]
+		if w.Namespace != unit.Namespace || w.Priority >= unit.Priority || w.Fixed != "" || len(w.Held) == 0 {
+			continue
+		}
+		c := candidate{w: w, priority: w.Priority, gpus: len(w.Held)}
+		for _, g := range w.Groups {
+			for _, k := range g.Pods {
+				if p := pods[k]; p != nil {
+					c.pods = append(c.pods, p)
+					c.newest = max(c.newest, p.CreationTimestamp.UnixNano())
+				}
+			}
+		}
+		cands = append(cands, c)
+	}
+	sortReclaimOrder(cands)
+	var chosen []candidate
+	for _, c := range cands {
+		chosen = append(chosen, c)
+		opt, ok := moveWithin(snap, unit, chosen, maxChecks)
+		if !ok {
+			continue
+		}
+		byKey := map[string]candidate{}
+		for _, c := range chosen {
+			byKey[c.w.Key] = c
+		}
+		p := &plan{}
+		for _, st := range opt.Steps {
+			c := byKey[st.Workload]
+			p.Victims = append(p.Victims, victim{Key: c.w.Key, Namespace: c.w.Namespace, Pods: c.pods, GPUs: c.gpus, Priority: c.priority})
+		}
+		return p
+	}
+	return nil
 }

@@ -27,6 +27,7 @@ import (
 
 	"github.com/rota-dev/rota/pkg/advisor"
 	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
+	"github.com/rota-dev/rota/pkg/evictor"
 	"github.com/rota-dev/rota/pkg/gpupool"
 	"github.com/rota-dev/rota/pkg/gpuquota"
 	"github.com/rota-dev/rota/pkg/waits"
@@ -34,6 +35,10 @@ import (
 
 // Name is the plugin's name in KubeSchedulerConfiguration.
 const Name = "Reclaim"
+
+// evictionWorkers is how many victims are checkpointed and evicted at
+// once.
+const evictionWorkers = 8
 
 // planMaxChecks bounds the advisor's move search for one reclaim.
 const planMaxChecks = 20000
@@ -43,22 +48,17 @@ const planMaxChecks = 20000
 // the unit to be placed once they are done.
 const lapse = 2 * time.Minute
 
-var _ fwk.PostFilterPlugin = &Reclaim{}
+var (
+	_ fwk.PostFilterPlugin = &Reclaim{}
+	_ fwk.PostBindPlugin   = &Reclaim{}
+)
 
-// Evictor evicts a reclaim's victims, each after its checkpoint.
+// Evictor evicts a reclaim's victims, each after its checkpoint
+// (pkg/evictor).
 type Evictor interface {
-	// Submit queues the victims; one already queued is not queued again.
-	Submit(ctx context.Context, victims []Victim)
-}
-
-// Victim is one pod to evict and why.
-type Victim struct {
-	Pod *v1.Pod
-	// Tenant is the namespace whose guarantee reclaims it; Unit the
-	// waiting pod or gang.
-	Tenant, Unit string
-	// Message is the numbers, for the victim's Events.
-	Message string
+	// Submit queues the victims not already in progress and returns how
+	// many it queued.
+	Submit(victims []evictor.Victim) int
 }
 
 // Reclaim is the plugin.
@@ -80,17 +80,22 @@ type Reclaim struct {
 	active map[string]*active
 }
 
-// active is a reclaim under way.
+// active is a reclaim (or a preemption within a tenant) under way, until
+// every pod of its unit is bound or it lapses.
 type active struct {
 	plan   *plan
 	detail waits.ReclaimDetail
-	until  time.Time
+	// preempt is what a preemption within a tenant says; "" for a reclaim.
+	preempt string
+	until   time.Time
+	// waiting are the unit's pods ("namespace/name") not bound yet.
+	waiting map[string]bool
 }
 
 // Factory returns a constructor whose plugin shares caches and live with
-// the other Rota plugins (nil: its own) and evicts through newEvictor,
-// called once with the scheduler's handle.
-func Factory(caches *gpupool.Caches, live *gpuquota.Live, newEvictor func(context.Context, fwk.Handle) (Evictor, error)) func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) {
+// the other Rota plugins (nil: its own). Its evictor runs until the
+// scheduler stops.
+func Factory(caches *gpupool.Caches, live *gpuquota.Live) func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) {
 	return func(ctx context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 		dra := h.SharedDRAManager()
 		if dra == nil {
@@ -102,10 +107,14 @@ func Factory(caches *gpupool.Caches, live *gpuquota.Live, newEvictor func(contex
 			return nil, fmt.Errorf("%s: priority preemption: %w", Name, err)
 		}
 		dp.IsEligiblePod = sameTenant
-		ev, err := newEvictor(ctx, h)
+		ev, err := evictor.New(evictor.Options{
+			Client: h.ClientSet(), Recorder: h.EventRecorder(), Clock: clock.RealClock{}, Metrics: evictorMetrics(),
+			Pods: h.SharedInformerFactory().Core().V1().Pods().Lister(),
+		})
 		if err != nil {
 			return nil, fmt.Errorf("%s: evictor: %w", Name, err)
 		}
+		ev.Run(ctx, evictionWorkers)
 		return &Reclaim{
 			handle: h, dra: dra, caches: gpupool.CachesOrNew(caches), live: gpuquota.LiveOrNew(live),
 			pods: h.SharedInformerFactory().Core().V1().Pods().Lister(), pdbs: h.SharedInformerFactory().Policy().V1().PodDisruptionBudgets().Lister(),
@@ -135,7 +144,7 @@ func (pl *Reclaim) Name() string { return Name }
 // when its victims are gone, and the WaitReason plugin still explains the
 // attempt.
 func (pl *Reclaim) PostFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, m fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
-	if pl.live.Table().AnyGuarantees() && len(pod.Spec.ResourceClaims) > 0 {
+	if len(pod.Spec.ResourceClaims) > 0 {
 		if st := pl.reclaim(ctx, pod); st != nil {
 			return nil, st
 		}
@@ -143,8 +152,10 @@ func (pl *Reclaim) PostFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Po
 	return pl.preemption.PostFilter(ctx, cs, pod, m)
 }
 
-// reclaim plans and starts a reclaim for pod's unit, or reports the one
-// under way; nil when no guarantee covers the pod.
+// reclaim plans and starts a reclaim for pod's unit, or a preemption by
+// priority within its tenant when no guarantee covers it, or reports the
+// one under way; nil when neither applies (kube-scheduler's preemption,
+// restricted to the tenant, then looks at the pod's other resources).
 func (pl *Reclaim) reclaim(ctx context.Context, pod *v1.Pod) *fwk.Status {
 	logger := klog.FromContext(ctx)
 	b, err := pl.builder(ctx)
@@ -157,6 +168,9 @@ func (pl *Reclaim) reclaim(ctx context.Context, pod *v1.Pod) *fwk.Status {
 	}
 	now := pl.clock.Now()
 	if a := pl.underway(unit.Key, now); a != nil {
+		if a.preempt != "" {
+			return fwk.NewStatus(fwk.Unschedulable, a.preempt)
+		}
 		return fwk.NewStatus(fwk.Unschedulable, a.detail.Describe(now, pl.gone))
 	}
 	pods := map[string]*v1.Pod{}
@@ -167,24 +181,39 @@ func (pl *Reclaim) reclaim(ctx context.Context, pod *v1.Pod) *fwk.Status {
 	for _, p := range all {
 		pods[p.Namespace+"/"+p.Name] = p
 	}
-	p, why := makePlan(pl.live.Table(), b.Snapshot(), pods, unit, planMaxChecks)
-	if p == nil {
-		if why != "" {
+	var p *plan
+	if pl.live.Table().AnyGuarantees() {
+		var why noPlan
+		if p, why = makePlan(pl.live.Table(), b.Snapshot(), pods, unit, planMaxChecks); p == nil && why != "" {
 			logger.V(3).Info("No reclaim", "pod", klog.KObj(pod), "reason", string(why))
+		}
+	}
+	if p == nil {
+		if pp := makePriorityPlan(b.Snapshot(), pods, unit, planMaxChecks); pp != nil {
+			return pl.preempt(ctx, pod, unit, pp, now)
 		}
 		return nil
 	}
 	until := now.Add(lapse)
 	detail := waits.ReclaimDetail{Tenant: unit.Namespace, Unit: unit.Key, Model: p.Model, Need: p.Need, Used: p.Used, Guaranteed: p.Guaranteed, Started: now}
-	var victims []Victim
+	var victims []evictor.Victim
+	reclaimer := evictor.Reclaimer{Tenant: unit.Namespace, Pod: types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}}
+	if _, gang, ok := strings.Cut(unit.Key, "/gang:"); ok {
+		reclaimer.Gang = gang
+	}
 	for _, v := range p.Victims {
-		msg := victimMessage(p, v, unit)
 		rv := waits.ReclaimVictim{Workload: v.Key, GPUs: v.GPUs}
+		numbers := evictor.Numbers{Model: p.Model, ReclaimerHolds: int64(p.Used), ReclaimerGuarantee: int64(p.Guaranteed), ReclaimerNeeds: int64(p.Need),
+			VictimHolds: int64(v.TenantUsed), VictimGuarantee: int64(v.TenantGuaranteed)}
+		if len(v.Pods) == 1 {
+			numbers.Taken = int64(v.GPUs)
+		}
 		for _, vp := range v.Pods {
 			rv.Pods = append(rv.Pods, vp.Namespace+"/"+vp.Name)
-			victims = append(victims, Victim{Pod: vp, Tenant: unit.Namespace, Unit: unit.Key, Message: msg})
-			if grace, ok := declaredGrace(vp); ok {
-				end := now.Add(grace)
+			victims = append(victims, evictor.Victim{Pod: types.NamespacedName{Namespace: vp.Namespace, Name: vp.Name}, UID: vp.UID,
+				Tenant: vp.Namespace, For: reclaimer, Numbers: numbers})
+			if d, err := evictor.ParseDeclaration(vp.Annotations[gpuv1.CheckpointAnnotation]); err == nil && d.Grace > 0 {
+				end := now.Add(d.Grace)
 				if rv.GraceUntil == nil || end.After(*rv.GraceUntil) {
 					rv.GraceUntil = &end
 				}
@@ -194,10 +223,10 @@ func (pl *Reclaim) reclaim(ctx context.Context, pod *v1.Pod) *fwk.Status {
 		detail.Victims = append(detail.Victims, rv)
 	}
 	pl.mu.Lock()
-	pl.active[unit.Key] = &active{plan: p, detail: detail, until: until}
+	pl.active[unit.Key] = &active{plan: p, detail: detail, until: until, waiting: unitPods(unit)}
 	pl.mu.Unlock()
 	pl.live.StartReclaim(p.Model, unit.Key, until)
-	pl.evictor.Submit(ctx, victims)
+	pl.evictor.Submit(victims)
 	msg := detail.Describe(now, nil)
 	pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeNormal, gpuv1.ReclaimingEventReason, "Reclaim", "%s", msg)
 	pl.annotate(ctx, unit, detail)
@@ -205,8 +234,47 @@ func (pl *Reclaim) reclaim(ctx context.Context, pod *v1.Pod) *fwk.Status {
 	return fwk.NewStatus(fwk.Unschedulable, msg)
 }
 
-// underway returns the reclaim under way for unit; a reclaim whose
-// victims are all gone, or that lapsed, is over.
+// preempt evicts, checkpoint first, the lower-priority workloads of the
+// unit's own tenant that p names.
+func (pl *Reclaim) preempt(ctx context.Context, pod *v1.Pod, unit *advisor.Workload, p *plan, now time.Time) *fwk.Status {
+	until := now.Add(lapse)
+	parts := make([]string, 0, len(p.Victims))
+	var victims []evictor.Victim
+	reclaimer := evictor.Reclaimer{Tenant: unit.Namespace, Pod: types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}}
+	for _, v := range p.Victims {
+		parts = append(parts, fmt.Sprintf("%s (%d GPUs, priority %d)", v.Key, v.GPUs, v.Priority))
+		why := fmt.Sprintf("preempted within tenant %s for %s (priority %d > %d)", unit.Namespace, unit.Key, unit.Priority, v.Priority)
+		for _, vp := range v.Pods {
+			victims = append(victims, evictor.Victim{Pod: types.NamespacedName{Namespace: vp.Namespace, Name: vp.Name}, UID: vp.UID,
+				Tenant: vp.Namespace, For: reclaimer, Why: why})
+			if d, err := evictor.ParseDeclaration(vp.Annotations[gpuv1.CheckpointAnnotation]); err == nil {
+				until = later(until, now.Add(d.Grace+lapse))
+			}
+		}
+	}
+	msg := fmt.Sprintf("preempting lower-priority workloads of %s: %s", unit.Namespace, strings.Join(parts, ", "))
+	pl.mu.Lock()
+	pl.active[unit.Key] = &active{plan: p, preempt: msg, until: until, waiting: unitPods(unit)}
+	pl.mu.Unlock()
+	pl.evictor.Submit(victims)
+	pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeNormal, "Preempting", "Preempt", "%s", msg)
+	klog.FromContext(ctx).Info("Preempting within the tenant", "pod", klog.KObj(pod), "unit", unit.Key, "victims", len(p.Victims))
+	return fwk.NewStatus(fwk.Unschedulable, msg)
+}
+
+// unitPods are the keys of a unit's pods.
+func unitPods(unit *advisor.Workload) map[string]bool {
+	out := map[string]bool{}
+	for _, g := range unit.Groups {
+		for _, k := range g.Pods {
+			out[k] = true
+		}
+	}
+	return out
+}
+
+// underway returns the reclaim under way for unit; one that lapsed is
+// over.
 func (pl *Reclaim) underway(unit string, now time.Time) *active {
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
@@ -214,23 +282,35 @@ func (pl *Reclaim) underway(unit string, now time.Time) *active {
 	if a == nil {
 		return nil
 	}
-	if now.After(a.until) || pl.victimsGone(a.plan) {
+	if now.After(a.until) {
 		delete(pl.active, unit)
-		pl.live.EndReclaim(a.plan.Model, unit)
+		if a.preempt == "" {
+			pl.live.EndReclaim(a.plan.Model, unit)
+		}
 		return nil
 	}
 	return a
 }
 
-func (pl *Reclaim) victimsGone(p *plan) bool {
-	for _, v := range p.Victims {
-		for _, vp := range v.Pods {
-			if cur, err := pl.pods.Pods(vp.Namespace).Get(vp.Name); err == nil && cur.UID == vp.UID {
-				return false
+// PostBind ends a reclaim once every pod of its unit is bound: the model
+// may be borrowed again.
+func (pl *Reclaim) PostBind(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, _ string) {
+	key := pod.Namespace + "/" + pod.Name
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	for unit, a := range pl.active {
+		if !a.waiting[key] {
+			continue
+		}
+		delete(a.waiting, key)
+		if len(a.waiting) == 0 {
+			delete(pl.active, unit)
+			if a.preempt == "" {
+				pl.live.EndReclaim(a.plan.Model, unit)
 			}
+			klog.FromContext(ctx).V(2).Info("Reclaim done", "unit", unit, "model", a.plan.Model)
 		}
 	}
-	return true
 }
 
 // gone reports whether every pod of a victim is gone or terminating.
@@ -272,13 +352,6 @@ func (pl *Reclaim) annotate(ctx context.Context, unit *advisor.Workload, detail 
 	}()
 }
 
-// victimMessage is the numbers a victim's Events carry.
-func victimMessage(p *plan, v victim, unit *advisor.Workload) string {
-	return fmt.Sprintf("reclaimed for tenant %s's guarantee: %s holds %d of its %d guaranteed %s and %s needs %d; %s holds %d %s with %d guaranteed, %d borrowed; this workload holds %d",
-		unit.Namespace, unit.Namespace, p.Used, p.Guaranteed, p.Model, unit.Key, p.Need,
-		v.Namespace, v.TenantUsed, p.Model, v.TenantGuaranteed, max(0, v.TenantUsed-v.TenantGuaranteed), v.GPUs)
-}
-
 func later(a, b time.Time) time.Time {
 	if b.After(a) {
 		return b
@@ -307,17 +380,4 @@ func (pl *Reclaim) builder(ctx context.Context) (*advisor.Builder, error) {
 			return pl.dra.ResourceClaims().Get(ns, name)
 		},
 	})
-}
-
-// declaredGrace is the checkpoint grace a pod declares; false when it
-// declares none (or an invalid one: the evictor evicts it as undeclared).
-func declaredGrace(pod *v1.Pod) (time.Duration, bool) {
-	for _, part := range strings.Split(pod.Annotations[gpuv1.CheckpointAnnotation], ",") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(part), "grace="); ok {
-			if d, err := time.ParseDuration(v); err == nil && d > 0 {
-				return d, true
-			}
-		}
-	}
-	return 0, false
 }
