@@ -3,6 +3,8 @@ package guarantees
 import (
 	"context"
 	"fmt"
+	"os/exec"
+	"regexp"
 	"sync"
 	"testing"
 
@@ -194,6 +196,24 @@ func TestGuaranteesStatus(t *testing.T) {
 	reserve(t, cp, "team-c", "batch", "hgx-1", 2)
 	exceeds = "H100: guarantees 22 (team-a 12, team-b 8) exceed the 16 healthy GPUs by 6"
 	waitForStatus(t, cp, teamA, want{generation: 2, model: rotav1.ModelQuotaStatus{Model: "H100", Guaranteed: 12, Lent: 8}, fits: metav1.ConditionFalse, reason: rotav1.ReasonGuaranteesExceedPool, message: exceeds})
+
+	// kubectl rota pool shows the same numbers per tenant, and the fit line.
+	cmd := exec.Command(framework.Binary(t, "kubectl-rota"), "--kubeconfig", cp.Kubeconfig, "pool")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl rota pool: %v\n%s", err, out)
+	}
+	t.Logf("kubectl rota pool:\n%s", out)
+	for _, line := range []string{
+		`^TENANT\s+MODEL\s+GUARANTEED\s+USED\s+BORROWED\s+LENT$`,
+		`^team-a\s+H100\s+12\s+0\s+0\s+8$`,
+		`^team-b\s+H100\s+8\s+16\s+8\s+0$`,
+		`^` + regexp.QuoteMeta(exceeds) + `$`,
+	} {
+		if !regexp.MustCompile(`(?m)` + line).Match(out) {
+			t.Errorf("kubectl rota pool: no line matching %s", line)
+		}
+	}
 }
 
 // reserve creates a GPUReservation whose status holds n healthy H100 of
