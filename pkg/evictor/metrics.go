@@ -59,7 +59,7 @@ func NewMetricsFunc(mustRegister func(...metrics.Registerable)) *Metrics {
 		checkpoints: metrics.NewCounterVec(&metrics.CounterOpts{
 			Namespace: "rota", Subsystem: "reclaim", Name: "checkpoints_total",
 			Help: "Checkpoints of pods evicted for a reclaim, by outcome: acknowledged, grace_expired, undeclared " +
-				"(no rota.dev/checkpoint annotation) or invalid (an annotation that does not parse).",
+				"(the pod declares no checkpoint) or invalid (a declaration that does not parse).",
 			StabilityLevel: metrics.ALPHA,
 		}, []string{"outcome"}),
 		evictions: metrics.NewCounterVec(&metrics.CounterOpts{

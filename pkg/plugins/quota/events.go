@@ -22,10 +22,13 @@ var gpuQuotasEvent = fwk.EventResource(rotav1.GPUQuotasResource.Resource + "." +
 // allocated or deallocated, or once a GPUQuota changes (a guarantee or a
 // limit raised).
 func (pl *Quota) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, error) {
-	return []fwk.ClusterEventWithHint{
+	events := []fwk.ClusterEventWithHint{
 		{Event: fwk.ClusterEvent{Resource: fwk.ResourceClaim, ActionType: fwk.Update | fwk.Delete}, QueueingHintFn: pl.isSchedulableAfterClaimChange},
-		{Event: fwk.ClusterEvent{Resource: gpuQuotasEvent, ActionType: fwk.All}},
-	}, nil
+	}
+	if pl.quotasSynced != nil {
+		events = append(events, fwk.ClusterEventWithHint{Event: fwk.ClusterEvent{Resource: gpuQuotasEvent, ActionType: fwk.All}})
+	}
+	return events, nil
 }
 
 func (pl *Quota) isSchedulableAfterClaimChange(logger klog.Logger, pod *v1.Pod, oldObj, newObj any) (fwk.QueueingHint, error) {

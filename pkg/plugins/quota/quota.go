@@ -126,12 +126,15 @@ func Factory(caches *gpupool.Caches, live *gpuquota.Live, dyn dynamic.Interface)
 				return nil, fmt.Errorf("%s: dynamic client: %w", Name, err)
 			}
 		}
-		if dyn != nil {
+		switch {
+		case dyn == nil:
+			klog.FromContext(ctx).Info("Quota has no client for GPUQuotas: only the args' limits apply")
+		case !servesGPUQuotas(ctx, h):
+			klog.FromContext(ctx).Info("GPUQuotas are not served (their CRD is not installed): only the args' limits apply until the scheduler restarts")
+		default:
 			if err := pl.watchGPUQuotas(ctx, dyn); err != nil {
 				return nil, err
 			}
-		} else {
-			klog.FromContext(ctx).Info("Quota has no client for GPUQuotas: only the args' limits apply")
 		}
 		return pl, nil
 	}

@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
 
 	rotav1 "github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
 	"github.com/rota-dev/rota/pkg/gpuquota"
@@ -53,6 +54,28 @@ func (pl *Quota) tenantOrDefault(namespace string) *gpuquota.Tenant {
 		return &gpuquota.Tenant{Namespace: namespace, OverLimit: rotav1.OverLimitWait, Models: map[string]gpuquota.Terms{}}
 	}
 	return nil
+}
+
+// servesGPUQuotas asks discovery once whether the cluster serves GPUQuotas:
+// an informer (the plugin's, or the one kube-scheduler starts for the
+// GPUQuota event Quota registers) on a resource that is not served would
+// never sync. A handle without a client (the fake-clientset unit test)
+// counts as serving them.
+func servesGPUQuotas(ctx context.Context, h fwk.Handle) bool {
+	if h.ClientSet() == nil {
+		return true
+	}
+	list, err := h.ClientSet().Discovery().ServerResourcesForGroupVersion(rotav1.SchemeGroupVersion.String())
+	if err != nil {
+		klog.FromContext(ctx).V(2).Info("Discovery of rota.dev failed", "err", err)
+		return false
+	}
+	for _, r := range list.APIResources {
+		if r.Name == rotav1.GPUQuotasResource.Resource {
+			return true
+		}
+	}
+	return false
 }
 
 // watchGPUQuotas starts an informer on GPUQuotas whose every change
