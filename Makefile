@@ -202,12 +202,16 @@ bin/etcd: go.mod go.sum
 	$(GO) build -o $@ go.etcd.io/etcd/server/v3
 
 # Upstream's scheduler_perf with the stock and the Rota profile, alternating
-# (test/bench/scheduler); prints, per workload, the median throughput, CPU
-# per pod and peak RSS of each profile, the ratios and the tier shares.
+# (test/bench/scheduler); prints, per workload, the median and range of
+# each profile's throughput and CPU per pod, its peak RSS, the ratios, the
+# share of pods on the best feasible tier and on each tier, and issue #39's
+# goals met or missed.
 # BENCH_LABELS picks workloads by label: performance (default: the 500-node
-# runs), scale (40 to 2,000 nodes and BusyH100; bench-scheduler-scale),
-# small (40 nodes), large (1,000 and 2,000), huge (5,000 nodes), busy
-# (BusyH100); "a,b" needs both, "-a" excludes. BENCH_FLAGS passes more flags
+# runs), scale (MixedGPUs 40 to 2,000 nodes, BusyH100 40 and 500;
+# bench-scheduler-scale), small (40 nodes), large (1,000 and 2,000), huge
+# (5,000 nodes), busy (BusyH100), issue39 (1,000 and 5,000 nodes of
+# MixedGPUs, BusyH100, Fallback, MixedReservations; bench-scheduler-ahead);
+# "a,b" needs both, "-a" excludes. BENCH_FLAGS passes more flags
 # to the test binary, e.g. -perf-cpuprofile (one CPU profile per workload,
 # written beside the data items in bin/bench-scheduler) or
 # -rota-bench-requests-at=N (kube-apiserver's writes and watch events at
@@ -252,6 +256,20 @@ bench-scheduler: bin/etcd ## Scheduler throughput and CPU per pod: stock vs Rota
 .PHONY: bench-scheduler-scale
 bench-scheduler-scale: ## Scheduler stock vs Rota from 40 to 2,000 nodes x 8 GPUs, and with busy H100 nodes.
 	$(MAKE) --no-print-directory bench-scheduler BENCH_LABELS=scale BENCH='BenchmarkPerfScheduling/(MixedGPUs|BusyH100)'
+
+# Issue #39's comparison: the four workloads its goals are set on (best
+# tier free, BusyH100, Fallback, MixedReservations) at 1,000 and 5,000
+# nodes x 8 GPUs, stock and Rota interleaved AHEAD_COUNT times each in one
+# invocation. AHEAD_LABELS=issue39,large keeps to 1,000 nodes,
+# issue39,huge to 5,000; AHEAD_BENCH narrows the families, e.g.
+# AHEAD_BENCH='BenchmarkPerfScheduling/(MixedGPUs|BusyH100)'.
+AHEAD_COUNT ?= 5
+AHEAD_LABELS ?= issue39
+AHEAD_BENCH ?= BenchmarkPerfScheduling/(MixedGPUs|BusyH100|Fallback|MixedReservations)
+.PHONY: bench-scheduler-ahead
+bench-scheduler-ahead: ## Scheduler stock vs Rota on issue #39's four workloads at 1,000 and 5,000 nodes, 5 runs each.
+	$(MAKE) --no-print-directory bench-scheduler BENCH_COUNT=$(AHEAD_COUNT) BENCH_LABELS=$(AHEAD_LABELS) \
+		BENCH='$(AHEAD_BENCH)'
 
 # Every fuzz target for FUZZTIME each, one after the other (hack/fuzz.sh);
 # FUZZ_KEEP=1 keeps the inputs found interesting under testdata/fuzz.

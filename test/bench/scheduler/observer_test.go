@@ -23,10 +23,20 @@ import (
 const observerName = "BenchTierObserver"
 
 // tierLinePrefix starts each line the observer prints:
-// "rota-bench-tier <tier>/<tiers> <cpu-ns> <peak-rss-bytes>", tier 1-based,
-// "0/0" for no tiered claim; cpu-ns is the benchmark process's CPU time
-// (user+system) so far and peak-rss-bytes its VmHWM (see usage.go).
+// "rota-bench-tier <tier>/<tiers> <cpu-ns> <peak-rss-bytes> [<reserved>]",
+// tier 1-based, "0/0" for no tiered claim; cpu-ns is the benchmark
+// process's CPU time (user+system) so far and peak-rss-bytes its VmHWM (see
+// usage.go). reserved, only for a pod annotated checkReservedAnnotation, is
+// what its GPUs are as to the reservation taint: "free" (none carries it),
+// "tolerated" (one does, and the claim tolerates it) or "intruded" (one
+// does, and the claim does not tolerate it: the allocator ignored a
+// NoSchedule taint).
 const tierLinePrefix = "rota-bench-tier"
+
+// checkReservedAnnotation on a measured pod (MixedReservations) asks the
+// observer to look up the taints of the GPUs it was granted. Only those
+// pods pay for the lookup, so the other workloads measure what they did.
+const checkReservedAnnotation = "rota-bench/check-reserved"
 
 type tierObserver struct {
 	dra fwk.SharedDRAManager
@@ -53,6 +63,8 @@ func (o *tierObserver) PostBind(_ context.Context, _ fwk.CycleState, pod *v1.Pod
 		return
 	}
 	tier, tiers := 0, 0
+	check := pod.Annotations[checkReservedAnnotation] == "true"
+	reserved := "free"
 	for i := range pod.Spec.ResourceClaims {
 		name, _, err := resourceclaim.Name(pod, &pod.Spec.ResourceClaims[i])
 		if err != nil || name == nil {
@@ -66,11 +78,18 @@ func (o *tierObserver) PostBind(_ context.Context, _ fwk.CycleState, pod *v1.Pod
 			if t, n, ok := subrequestRank(claim, res.Request); ok {
 				tier, tiers = max(tier, t), n
 			}
+			if check {
+				reserved = worse(reserved, o.reservedState(res))
+			}
 		}
+	}
+	suffix := ""
+	if check {
+		suffix = " " + reserved
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	fmt.Fprintf(o.out, "%s %d/%d %d %d\n", tierLinePrefix, tier, tiers, processCPU().Nanoseconds(), peakRSS())
+	fmt.Fprintf(o.out, "%s %d/%d %d %d%s\n", tierLinePrefix, tier, tiers, processCPU().Nanoseconds(), peakRSS(), suffix)
 	o.binds++
 	if o.binds == *requestsAt {
 		printRequests(o.out)
@@ -95,4 +114,27 @@ func subrequestRank(claim *resourceapi.ResourceClaim, ref string) (int, int, boo
 		}
 	}
 	return 0, 0, false
+}
+
+// reservedState says whether the device of one allocation result carries
+// the reservation taint (with DeviceTaintRules applied) and, if it does,
+// whether the result's tolerations (the request's, copied at allocation)
+// tolerate it.
+func (o *tierObserver) reservedState(res resourceapi.DeviceRequestAllocationResult) string {
+	list, err := o.dra.ResourceSlices().ListWithDeviceTaintRules()
+	if err != nil {
+		return "free"
+	}
+	for _, s := range list {
+		if s.Spec.Driver != res.Driver || s.Spec.Pool.Name != res.Pool {
+			continue
+		}
+		for _, d := range s.Spec.Devices {
+			if d.Name != res.Device {
+				continue
+			}
+			return taintState(d.Taints, res.Tolerations)
+		}
+	}
+	return "free"
 }

@@ -1,12 +1,17 @@
 // Command summary reads `go test -bench` output of the scheduler benchmark
-// (test/bench/scheduler) and prints, per workload, the median scheduling
-// throughput of the stock and the Rota profile and their ratio, the median
-// CPU per pod of each ("ms/p": milliseconds of the benchmark process's CPU
-// per measured pod) and their ratio, each one's largest peak RSS (MiB), and
-// the share of pods each profile placed on each firstAvailable tier. Where
-// the runs printed kube-apiserver's request counts (-rota-bench-requests-at),
-// it then lists, per workload, the counts whose medians differ between the
-// two profiles by more than the control plane's bookkeeping does.
+// (test/bench/scheduler) and prints, per workload, the scheduling
+// throughput of the stock and the Rota profile (median, and the smallest to
+// the largest run) and the ratio of the medians, the CPU per pod of each
+// ("ms/p": milliseconds of the benchmark process's CPU per measured pod,
+// median and range) and its ratio, each one's largest peak RSS (MiB), the
+// share of each profile's pods on the workload's best feasible tier, the
+// share on each firstAvailable tier, and whether issue #39's goals are met.
+// Where pods reported the reservation taint of their GPUs
+// (MixedReservations), it counts them: free, on a reserved GPU their claim
+// tolerates, or intruding on one it does not. Where the runs printed
+// kube-apiserver's request counts (-rota-bench-requests-at), it then lists,
+// per workload, the counts whose medians differ between the two profiles by
+// more than the control plane's bookkeeping does.
 package main
 
 import (
@@ -27,6 +32,9 @@ const (
 	// bound pod: "rota-bench-tier <tier>/<tiers> <cpu-ns> <peak-rss-bytes>",
 	// the last two the benchmark process's CPU time so far and its VmHWM.
 	tierLine = "rota-bench-tier"
+	// intruded is the fifth field of a tier line for a pod on a reserved
+	// GPU its claim does not tolerate; "free" and "tolerated" the others.
+	intruded = "intruded"
 	// requestsLine starts each line of the harness's request counts:
 	// "rota-bench-requests <verb> <resource> <count>", verb WATCH-EVENTS
 	// for the watch events sent.
@@ -42,6 +50,9 @@ type result struct {
 	cpuPerPod []float64
 	peakRSS   int64       // largest VmHWM of any run, bytes
 	tiers     map[int]int // 1-based tier -> pods; 0 = no tiered claim
+	// reserved counts the pods by what their GPUs are as to the
+	// reservation taint: "free", "tolerated", "intruded".
+	reserved map[string]int
 	// requests holds, per "<verb> <resource>", the count of each run that
 	// printed request counts.
 	requests map[string][]float64
@@ -80,7 +91,7 @@ func run(in io.Reader, out io.Writer) error {
 // parse reads the benchmark output into results by workload
 // ("family/workload") and profile.
 func parse(in io.Reader) (map[string]map[string]*result, error) {
-	p := &parser{samples: map[string]map[string]*result{}, pending: map[int]int{}, requests: map[string]float64{}}
+	p := &parser{samples: map[string]map[string]*result{}, pending: map[int]int{}, reserved: map[string]int{}, requests: map[string]float64{}}
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
@@ -105,6 +116,8 @@ type parser struct {
 	pending map[int]int
 	// usage of the same pending lines.
 	usage usage
+	// reserved states of the same pending lines.
+	reserved map[string]int
 	// requests are the request counts printed since the previous
 	// throughput line.
 	requests map[string]float64
@@ -118,14 +131,22 @@ type parser struct {
 // throughput, or none of these.
 func (p *parser) line(text string) error {
 	fields := strings.Fields(text)
-	if (len(fields) == 2 || len(fields) == 4) && fields[0] == tierLine {
+	if (len(fields) == 2 || len(fields) == 4 || len(fields) == 5) && fields[0] == tierLine {
 		tier, _, _ := strings.Cut(fields[1], "/")
 		n, err := strconv.Atoi(tier)
 		if err != nil {
 			return fmt.Errorf("bad tier line %q: %w", text, err)
 		}
 		p.pending[n]++
-		if len(fields) == 4 {
+		if len(fields) == 5 {
+			switch fields[4] {
+			case "free", "tolerated", intruded:
+				p.reserved[fields[4]]++
+			default:
+				return fmt.Errorf("bad reserved state in tier line %q", text)
+			}
+		}
+		if len(fields) >= 4 {
 			cpu, err := strconv.ParseInt(fields[2], 10, 64)
 			if err != nil {
 				return fmt.Errorf("bad CPU time in tier line %q: %w", text, err)
@@ -175,7 +196,7 @@ func (p *parser) record(v float64) {
 	}
 	r := p.samples[key][profile]
 	if r == nil {
-		r = &result{tiers: map[int]int{}, requests: map[string][]float64{}}
+		r = &result{tiers: map[int]int{}, reserved: map[string]int{}, requests: map[string][]float64{}}
 		p.samples[key][profile] = r
 	}
 	r.throughput = append(r.throughput, v)
@@ -183,6 +204,10 @@ func (p *parser) record(v float64) {
 		r.tiers[t] += n
 	}
 	clear(p.pending)
+	for k, n := range p.reserved {
+		r.reserved[k] += n
+	}
+	clear(p.reserved)
 	if u := p.usage; u.lines >= 2 {
 		r.cpuPerPod = append(r.cpuPerPod, float64(u.maxCPU-u.firstCPU)/float64(u.lines-1)/1e6)
 	}
@@ -277,8 +302,34 @@ func (u *usage) add(cpu, rss int64) {
 	u.peakRSS = max(u.peakRSS, rss)
 }
 
+// bestTier is, per workload family, the firstAvailable tier that is the
+// best feasible one for every measured pod by the workload's construction
+// (performance-config.yaml): tier 1 where an H100 is free for every pod,
+// tier 2 where none is (Fallback) or the first subrequest names a class
+// without devices (FirstAvailable). ClaimTemplate's claims have no tiers.
+var bestTier = map[string]int{
+	"MixedGPUs":         1,
+	"BusyH100":          1,
+	"Fallback":          2,
+	"MixedReservations": 1,
+	"FirstAvailable":    2,
+}
+
+// Issue #39's goals for the Rota profile against stock: where the best
+// tier has room (MixedGPUs) at least bestFreeThroughput times stock's
+// throughput at most bestFreeCPU times stock's CPU per pod; on every other
+// workload at least otherThroughput times stock's throughput; on all, every
+// pod on the best feasible tier and none on a reserved GPU its claim does
+// not tolerate.
+const (
+	bestFreeFamily     = "MixedGPUs"
+	bestFreeThroughput = 1.3
+	bestFreeCPU        = 0.8
+	otherThroughput    = 1.0
+)
+
 // writeTable prints one row per workload, by family and then by node
-// count.
+// count, then the reserved-GPU counts of the workloads that reported them.
 func writeTable(out io.Writer, samples map[string]map[string]*result) {
 	keys := make([]string, 0, len(samples))
 	for k := range samples {
@@ -289,23 +340,135 @@ func writeTable(out io.Writer, samples map[string]map[string]*result) {
 		fmt.Fprintln(out, strings.TrimRight(fmt.Sprintf(format, args...), " "))
 	}
 	// ratio: Rota's throughput over stock's; cpu ratio: stock's CPU per pod
-	// over Rota's. Above 1.00 Rota is the faster, or the cheaper.
-	row("%-30s %5s %12s %12s %6s  %10s %10s %9s  %10s %10s  %-18s %s",
-		"workload", "runs", "stock pods/s", "rota pods/s", "ratio", "stock ms/p", "rota ms/p", "cpu ratio", "stock MiB", "rota MiB", "stock pods/tier", "rota pods/tier")
+	// over Rota's. Above 1.00 Rota is the faster, or the cheaper. Each
+	// figure is the median over runs, with the smallest and the largest run
+	// in brackets where there are two or more.
+	const format = "%-36s %5s %-19s %-19s %6s  %-22s %-22s %9s  %9s %9s  %4s %10s %10s  %-18s %-18s %s"
+	row(format, "workload", "runs", "stock pods/s", "rota pods/s", "ratio", "stock ms/p", "rota ms/p", "cpu ratio",
+		"stock MiB", "rota MiB", "best", "stock best", "rota best", "stock pods/tier", "rota pods/tier", "goal")
 	for _, k := range keys {
-		stock, rota := samples[k]["Stock"], samples[k]["Rota"]
-		if stock == nil {
-			stock = &result{}
+		stock, rota := orEmpty(samples[k]["Stock"]), orEmpty(samples[k]["Rota"])
+		family, _, _ := strings.Cut(k, "/")
+		best := "-"
+		if t, ok := bestTier[family]; ok {
+			best = fmt.Sprintf("t%d", t)
 		}
-		if rota == nil {
-			rota = &result{}
-		}
-		row("%-30s %5s %12.1f %12.1f %6s  %10s %10s %9s  %10s %10s  %-18s %s", k,
+		row(format, k,
 			fmt.Sprintf("%d/%d", len(stock.throughput), len(rota.throughput)),
-			median(stock.throughput), median(rota.throughput), ratio(rota.throughput, stock.throughput),
-			msPerPod(stock.cpuPerPod), msPerPod(rota.cpuPerPod), ratio(stock.cpuPerPod, rota.cpuPerPod),
-			mib(stock.peakRSS), mib(rota.peakRSS), tierShares(stock.tiers), tierShares(rota.tiers))
+			spread(stock.throughput, "%.1f"), spread(rota.throughput, "%.1f"), ratio(rota.throughput, stock.throughput),
+			spread(stock.cpuPerPod, "%.2f"), spread(rota.cpuPerPod, "%.2f"), ratio(stock.cpuPerPod, rota.cpuPerPod),
+			mib(stock.peakRSS), mib(rota.peakRSS),
+			best, bestShare(family, stock.tiers), bestShare(family, rota.tiers),
+			tierShares(stock.tiers), tierShares(rota.tiers), goal(family, stock, rota))
 	}
+	writeReserved(out, keys, samples)
+}
+
+func orEmpty(r *result) *result {
+	if r == nil {
+		return &result{}
+	}
+	return r
+}
+
+// writeReserved prints, per workload whose pods reported the reservation
+// taint of their GPUs, how many of each profile's pods got a free GPU, a
+// reserved one their claim tolerates, and a reserved one it does not.
+func writeReserved(out io.Writer, keys []string, samples map[string]map[string]*result) {
+	header := false
+	for _, k := range keys {
+		stock, rota := orEmpty(samples[k]["Stock"]), orEmpty(samples[k]["Rota"])
+		if len(stock.reserved) == 0 && len(rota.reserved) == 0 {
+			continue
+		}
+		if !header {
+			fmt.Fprintf(out, "\n%-36s %-30s %s\n", "pods on reserved GPUs", "stock free/tolerated/intruded", "rota free/tolerated/intruded")
+			header = true
+		}
+		counts := func(r *result) string {
+			return fmt.Sprintf("%d/%d/%d", r.reserved["free"], r.reserved["tolerated"], r.reserved[intruded])
+		}
+		fmt.Fprintf(out, "%-36s %-30s %s\n", k, counts(stock), counts(rota))
+	}
+}
+
+// goal says whether Rota meets issue #39's goals on a workload, "-" when
+// either profile has no run, else "meets" or "misses:" and what.
+func goal(family string, stock, rota *result) string {
+	if len(stock.throughput) == 0 || len(rota.throughput) == 0 {
+		return "-"
+	}
+	var missed []string
+	thr := median(rota.throughput) / median(stock.throughput)
+	want := otherThroughput
+	if family == bestFreeFamily {
+		want = bestFreeThroughput
+	}
+	if median(stock.throughput) == 0 || thr < want {
+		missed = append(missed, fmt.Sprintf("pods/s %.2fx<%.2fx", thr, want))
+	}
+	if family == bestFreeFamily {
+		switch s, r := median(stock.cpuPerPod), median(rota.cpuPerPod); {
+		case len(stock.cpuPerPod) == 0 || len(rota.cpuPerPod) == 0:
+			missed = append(missed, "ms/p unmeasured")
+		case r > bestFreeCPU*s:
+			missed = append(missed, fmt.Sprintf("ms/p %.2fx>%.2fx", r/s, bestFreeCPU))
+		}
+	}
+	if t, ok := bestTier[family]; ok {
+		switch {
+		case total(rota.tiers) == 0:
+			missed = append(missed, "tiers unmeasured")
+		case tierShare(rota.tiers, t) < 1:
+			missed = append(missed, "best tier <100%")
+		}
+	}
+	if rota.reserved[intruded] > 0 {
+		missed = append(missed, "intruded")
+	}
+	if len(missed) == 0 {
+		return "meets"
+	}
+	return "misses: " + strings.Join(missed, ", ")
+}
+
+// bestShare is the share of pods on the family's best feasible tier, "-"
+// when the family has none or no pod reported a tier.
+func bestShare(family string, tiers map[int]int) string {
+	t, ok := bestTier[family]
+	if !ok || total(tiers) == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f%%", 100*tierShare(tiers, t))
+}
+
+// tierShare is the fraction of pods on tier t, 0 with no pods.
+func tierShare(tiers map[int]int, t int) float64 {
+	n := total(tiers)
+	if n == 0 {
+		return 0
+	}
+	return float64(tiers[t]) / float64(n)
+}
+
+func total(tiers map[int]int) int {
+	n := 0
+	for _, v := range tiers {
+		n += v
+	}
+	return n
+}
+
+// spread formats the median of v, and with two or more values the
+// smallest and the largest in brackets: "8.1 [7.1-8.2]"; "-" without any.
+func spread(v []float64, verb string) string {
+	switch len(v) {
+	case 0:
+		return "-"
+	case 1:
+		return fmt.Sprintf(verb, v[0])
+	}
+	return fmt.Sprintf(verb+" ["+verb+"-"+verb+"]", median(v), slices.Min(v), slices.Max(v))
 }
 
 // compareWorkloads orders "family/<N>nodes_..." keys by family, then by the
@@ -340,13 +503,6 @@ func ratio(a, b []float64) string {
 	return fmt.Sprintf("%.2f", median(a)/median(b))
 }
 
-func msPerPod(v []float64) string {
-	if len(v) == 0 {
-		return "-"
-	}
-	return fmt.Sprintf("%.2f", median(v))
-}
-
 func mib(b int64) string {
 	if b == 0 {
 		return "-"
@@ -357,10 +513,7 @@ func mib(b int64) string {
 // tierShares formats pods per tier as "t1 100%", "t1 62% t2 38%"; tier 0
 // (no tiered claim) as "untiered".
 func tierShares(tiers map[int]int) string {
-	total := 0
-	for _, n := range tiers {
-		total += n
-	}
+	total := total(tiers)
 	if total == 0 {
 		return "-"
 	}

@@ -24,8 +24,8 @@ BenchmarkPerfScheduling/MixedGPUsRota/500nodes_1000pods-2   1   1 SchedulingDura
 	if err := run(strings.NewReader(in), &out); err != nil {
 		t.Fatal(err)
 	}
-	want := `workload                        runs stock pods/s  rota pods/s  ratio  stock ms/p  rota ms/p cpu ratio   stock MiB   rota MiB  stock pods/tier    rota pods/tier
-MixedGPUs/500nodes_1000pods      3/1          5.0          4.5   0.90           -          -       n/a           -          -  t1 75% t2 25%      t1 100%
+	want := `workload                              runs stock pods/s        rota pods/s          ratio  stock ms/p             rota ms/p              cpu ratio  stock MiB  rota MiB  best stock best  rota best  stock pods/tier    rota pods/tier     goal
+MixedGPUs/500nodes_1000pods            3/1 5.0 [4.0-6.0]       4.5                   0.90  -                      -                            n/a          -         -    t1        75%       100%  t1 75% t2 25%      t1 100%            misses: pods/s 0.90x<1.30x, ms/p unmeasured
 `
 	if diff := cmp.Diff(want, out.String()); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
@@ -54,9 +54,12 @@ BenchmarkPerfScheduling/BusyH100Rota/40nodes_100pods-2   1   1 SchedulingDuratio
 	if err := run(strings.NewReader(in), &out); err != nil {
 		t.Fatal(err)
 	}
-	// Stock's runs: 30 ms / 2 binds = 15, 20 / 1 = 20, 50 / 1 = 50 -> 20.
-	want := `workload                        runs stock pods/s  rota pods/s  ratio  stock ms/p  rota ms/p cpu ratio   stock MiB   rota MiB  stock pods/tier    rota pods/tier
-BusyH100/40nodes_100pods         3/1         11.0         11.0   1.00       20.00      12.00      1.67         200        300  t1 71% t2 29%      t1 100%
+	// Stock's runs: 30 ms / 2 binds = 15, 20 / 1 = 20, 50 / 1 = 50 -> 20,
+	// from 15 to 50. Throughput 10, 12, 11 -> 11, from 10 to 12. BusyH100's
+	// best tier is t1: 5 of stock's 7 pods, all of Rota's; Rota's throughput
+	// is 1.00x stock's, which meets the goal outside MixedGPUs.
+	want := `workload                              runs stock pods/s        rota pods/s          ratio  stock ms/p             rota ms/p              cpu ratio  stock MiB  rota MiB  best stock best  rota best  stock pods/tier    rota pods/tier     goal
+BusyH100/40nodes_100pods               3/1 11.0 [10.0-12.0]    11.0                  1.00  20.00 [15.00-50.00]    12.00                       1.67        200       300    t1        71%       100%  t1 71% t2 29%      t1 100%            meets
 `
 	if diff := cmp.Diff(want, out.String()); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
@@ -94,7 +97,7 @@ func TestRunNothingMeasured(t *testing.T) {
 }
 
 func TestRunBadUsage(t *testing.T) {
-	for _, line := range []string{"rota-bench-tier 1/2 x 1", "rota-bench-tier 1/2 1 y", "rota-bench-tier a/2 1 1"} {
+	for _, line := range []string{"rota-bench-tier 1/2 x 1", "rota-bench-tier 1/2 1 y", "rota-bench-tier a/2 1 1", "rota-bench-tier 1/2 1 1 maybe"} {
 		if err := run(strings.NewReader(line+"\n"), &strings.Builder{}); err == nil {
 			t.Errorf("%q: no error", line)
 		}
@@ -133,8 +136,8 @@ BenchmarkPerfScheduling/MixedGPUsRota/40nodes_100pods-2   1   1 SchedulingDurati
 	// PATCH pods: 100, 0, 0 in Rota's runs, median 0, as in stock's.
 	// POST pods/binding: 100 everywhere. APPLY flowschemas/status: stock
 	// 15 and 16 (median 15.5), Rota 16, 0, 0 (median 0).
-	want := `workload                        runs stock pods/s  rota pods/s  ratio  stock ms/p  rota ms/p cpu ratio   stock MiB   rota MiB  stock pods/tier    rota pods/tier
-MixedGPUs/40nodes_100pods        2/3         50.0         50.0   1.00           -          -       n/a           -          -  -                  -
+	want := `workload                              runs stock pods/s        rota pods/s          ratio  stock ms/p             rota ms/p              cpu ratio  stock MiB  rota MiB  best stock best  rota best  stock pods/tier    rota pods/tier     goal
+MixedGPUs/40nodes_100pods              2/3 50.0 [50.0-50.0]    50.0 [50.0-50.0]      1.00  -                      -                            n/a          -         -    t1          -          -  -                  -                  misses: pods/s 1.00x<1.30x, ms/p unmeasured, tiers unmeasured
 
 requests that differ           verb resource                            stock (med)  rota (med)
 MixedGPUs/40nodes_100pods      APPLY flowschemas/status                          16           0
@@ -142,5 +145,74 @@ MixedGPUs/40nodes_100pods      POST events                                      
 `
 	if diff := cmp.Diff(want, out.String()); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+// TestRunReserved: the fifth field of a tier line (MixedReservations) is
+// counted per profile, in its own table; a Rota pod that intruded on a
+// reserved GPU misses the goal even with every pod on the best tier.
+func TestRunReserved(t *testing.T) {
+	in := `rota-bench-tier 1/2 1000000 1048576 free
+rota-bench-tier 1/2 2000000 1048576 tolerated
+rota-bench-tier 1/2 3000000 1048576 free
+BenchmarkPerfScheduling/MixedReservationsStock/fast-2   1   1 SchedulingDuration/Duration   20 SchedulingThroughput/Average
+rota-bench-tier 1/2 1000000 1048576 free
+rota-bench-tier 1/2 2000000 1048576 intruded
+rota-bench-tier 1/2 3000000 1048576 tolerated
+BenchmarkPerfScheduling/MixedReservationsRota/fast-2   1   1 SchedulingDuration/Duration   30 SchedulingThroughput/Average
+`
+	var out strings.Builder
+	if err := run(strings.NewReader(in), &out); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(out.String(), "\n")
+	if got := lines[1]; !strings.HasSuffix(got, "misses: intruded") {
+		t.Errorf("row %q: want the goal missed for the intrusion alone", got)
+	}
+	want := `pods on reserved GPUs                stock free/tolerated/intruded  rota free/tolerated/intruded
+MixedReservations/fast               2/1/0                          1/1/1
+`
+	if got := strings.Join(lines[3:], "\n"); got != want {
+		t.Errorf("reserved table (-want +got):\n%s", cmp.Diff(want, got))
+	}
+}
+
+// TestGoal: MixedGPUs (the best tier has room) needs 1.3x stock's
+// throughput and at most 0.8x its CPU per pod; Fallback (best tier t2)
+// needs 1.0x and every pod on t2.
+func TestGoal(t *testing.T) {
+	res := func(thr, cpu []float64, tiers map[int]int) *result {
+		return &result{throughput: thr, cpuPerPod: cpu, tiers: tiers, reserved: map[string]int{}}
+	}
+	for _, tc := range []struct {
+		family      string
+		stock, rota *result
+		want        string
+	}{
+		{"MixedGPUs", res([]float64{10, 8, 9}, []float64{100}, map[int]int{1: 5}), res([]float64{12, 13, 11}, []float64{80}, map[int]int{1: 5}), "meets"},
+		{"MixedGPUs", res([]float64{10}, []float64{100}, map[int]int{1: 5}), res([]float64{12}, []float64{81}, map[int]int{1: 5}), "misses: pods/s 1.20x<1.30x, ms/p 0.81x>0.80x"},
+		{"Fallback", res([]float64{10}, nil, map[int]int{2: 5}), res([]float64{10}, nil, map[int]int{2: 5}), "meets"},
+		{"Fallback", res([]float64{10}, nil, map[int]int{2: 5}), res([]float64{9}, nil, map[int]int{1: 1, 2: 4}), "misses: pods/s 0.90x<1.00x, best tier <100%"},
+		{"ClaimTemplate", res([]float64{10}, nil, map[int]int{0: 5}), res([]float64{10}, nil, map[int]int{0: 5}), "meets"},
+		{"Fallback", res(nil, nil, nil), res([]float64{10}, nil, map[int]int{2: 5}), "-"},
+	} {
+		if got := goal(tc.family, tc.stock, tc.rota); got != tc.want {
+			t.Errorf("%s: goal = %q, want %q", tc.family, got, tc.want)
+		}
+	}
+}
+
+func TestSpread(t *testing.T) {
+	for _, tc := range []struct {
+		v    []float64
+		want string
+	}{
+		{nil, "-"},
+		{[]float64{7.3}, "7.3"},
+		{[]float64{9, 7, 8.04, 12, 8}, "8.0 [7.0-12.0]"},
+	} {
+		if got := spread(tc.v, "%.1f"); got != tc.want {
+			t.Errorf("spread(%v) = %q, want %q", tc.v, got, tc.want)
+		}
 	}
 }
