@@ -9,6 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -73,8 +74,9 @@ type benchDRA struct {
 	slices  benchSlices
 }
 
-func (d benchDRA) ResourceClaims() fwk.ResourceClaimTracker { return d.tracker }
-func (d benchDRA) DeviceClasses() fwk.DeviceClassLister     { return benchClasses{} }
+func (d benchDRA) ResourceClaims() fwk.ResourceClaimTracker     { return d.tracker }
+func (d benchDRA) DeviceClasses() fwk.DeviceClassLister         { return benchClasses{} }
+func (d benchDRA) DeviceClassResolver() fwk.DeviceClassResolver { return nil }
 
 // benchClasses has the one class the claims name, selecting every device.
 type benchClasses struct{}
@@ -128,7 +130,10 @@ func benchWorld(tb testing.TB, n int) (*Quota, *v1.Pod, *v1.Pod) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "cand-0", UID: "cand-0-uid"},
 		Spec:       v1.PodSpec{ResourceClaims: []v1.PodResourceClaim{{Name: "gpu", ResourceClaimName: ptr.To("cand")}}},
 	}
-	ext := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "ext-0", UID: "ext-0-uid"}}
+	ext := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "ext-0", UID: "ext-0-uid"},
+		Spec: v1.PodSpec{Containers: []v1.Container{{Name: "main", Resources: v1.ResourceRequirements{Limits: v1.ResourceList{
+			v1.ResourceName(resourceapi.ResourceDeviceClassPrefix + benchDriver): resource.MustParse("1"),
+		}}}}}}
 	extClaim := benchClaim("team-a", "ext-0-extended-resources")
 	extClaim.Annotations = map[string]string{resourceapi.ExtendedResourceClaimAnnotation: "true"}
 	extClaim.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: ext.Name, UID: ext.UID}}
