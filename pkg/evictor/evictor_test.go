@@ -191,7 +191,7 @@ func (f *fixture) checkMetrics(checkpoints, evictions map[string]int) {
 	f.t.Helper()
 	var b strings.Builder
 	if len(checkpoints) > 0 {
-		b.WriteString("# HELP rota_reclaim_checkpoints_total [ALPHA] Checkpoints of pods evicted for a reclaim, by outcome: acknowledged, grace_expired, undeclared (no rota.dev/checkpoint annotation) or invalid (an annotation that does not parse).\n# TYPE rota_reclaim_checkpoints_total counter\n")
+		b.WriteString("# HELP rota_reclaim_checkpoints_total [ALPHA] Checkpoints of pods evicted for a reclaim, by outcome: acknowledged, grace_expired, undeclared (the pod declares no checkpoint) or invalid (a declaration that does not parse).\n# TYPE rota_reclaim_checkpoints_total counter\n")
 		for _, o := range []string{"acknowledged", "grace_expired", "invalid", "undeclared"} {
 			if n, ok := checkpoints[o]; ok {
 				fmt.Fprintf(&b, "rota_reclaim_checkpoints_total{outcome=%q} %d\n", o, n)
