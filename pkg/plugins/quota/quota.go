@@ -17,6 +17,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -66,6 +67,10 @@ type Quota struct {
 	clock        clock.PassiveClock
 	fromArgs     []gpuquota.Tenant
 	quotasSynced cache.InformerSynced
+	// listed is set once a plain LIST loaded the GPUQuotas before the
+	// informer synced; rebuildMu orders that load and the informer's.
+	listed    atomic.Bool
+	rebuildMu sync.Mutex
 	// caches are the slice index, compiled selectors and match results,
 	// shared with the scheduler's other Rota plugins.
 	caches *gpupool.Caches

@@ -3,8 +3,11 @@ package quota
 import (
 	"context"
 	"fmt"
+	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
@@ -79,11 +82,19 @@ func servesGPUQuotas(ctx context.Context, h fwk.Handle) bool {
 }
 
 // watchGPUQuotas starts an informer on GPUQuotas whose every change
-// rebuilds the table. The factory is the plugin's own.
+// rebuilds the table. The factory is the plugin's own. Until the informer
+// has synced, one plain LIST, retried every 200ms, loads the table: a
+// reflector whose first lists fail (a CRD established a moment ago) backs
+// off for up to half a minute, and PreFilter refuses limited tenants' pods
+// until the table is loaded.
 func (pl *Quota) watchGPUQuotas(ctx context.Context, dyn dynamic.Interface) error {
 	factory := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
 	inf := factory.ForResource(rotav1.GPUQuotasResource).Informer()
-	rebuild := func(any) { pl.rebuild(ctx, inf.GetStore()) }
+	rebuild := func(any) {
+		pl.rebuildMu.Lock()
+		defer pl.rebuildMu.Unlock()
+		pl.rebuild(ctx, inf.GetStore().List())
+	}
 	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    rebuild,
 		UpdateFunc: func(_, obj any) { rebuild(obj) },
@@ -91,16 +102,40 @@ func (pl *Quota) watchGPUQuotas(ctx context.Context, dyn dynamic.Interface) erro
 	}); err != nil {
 		return fmt.Errorf("%s: GPUQuota event handler: %w", Name, err)
 	}
-	pl.quotasSynced = inf.HasSynced
+	pl.quotasSynced = func() bool { return pl.listed.Load() || inf.HasSynced() }
 	factory.Start(ctx.Done())
+	go func() {
+		_ = wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+			if inf.HasSynced() {
+				return true, nil
+			}
+			list, err := dyn.Resource(rotav1.GPUQuotasResource).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				klog.FromContext(ctx).V(2).Info("Listing GPUQuotas failed; retrying", "err", err)
+				return false, nil
+			}
+			pl.rebuildMu.Lock()
+			defer pl.rebuildMu.Unlock()
+			if !inf.HasSynced() {
+				objs := make([]any, 0, len(list.Items))
+				for i := range list.Items {
+					objs = append(objs, &list.Items[i])
+				}
+				pl.rebuild(ctx, objs)
+				pl.listed.Store(true)
+			}
+			return true, nil
+		})
+	}()
 	return nil
 }
 
-// rebuild makes the table from the args and every GPUQuota in store.
-func (pl *Quota) rebuild(ctx context.Context, store cache.Store) {
+// rebuild makes the table from the args and the GPUQuotas objs.
+// pl.rebuildMu must be held.
+func (pl *Quota) rebuild(ctx context.Context, objs []any) {
 	logger := klog.FromContext(ctx)
 	var quotas []*rotav1.GPUQuota
-	for _, obj := range store.List() {
+	for _, obj := range objs {
 		q, err := gpuquota.FromObject(obj)
 		if err != nil {
 			name := "?"
