@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/informers"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	eventslisters "k8s.io/client-go/listers/events/v1"
 	resourcelisters "k8s.io/client-go/listers/resource/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/component-base/metrics/legacyregistry"
@@ -26,6 +27,9 @@ type Watch struct {
 	ReplicaSets  appslisters.ReplicaSetLister
 	Schedules    cache.GenericLister
 	Reservations cache.GenericLister
+	// Events are the events.k8s.io Events (those of deleted pods too);
+	// they do not count as changes for Settle.
+	Events eventslisters.EventLister
 
 	mu         sync.Mutex
 	lastChange time.Time
@@ -47,6 +51,8 @@ func startWatch(ctx context.Context, c *Cluster) (*Watch, error) {
 	reservations := dynFactory.ForResource(rotav1.GPUReservationsResource)
 	w.Pods, w.Claims, w.Slices, w.ReplicaSets = pods.Lister(), claims.Lister(), slices.Lister(), rs.Lister()
 	w.Schedules, w.Reservations = schedules.Lister(), reservations.Lister()
+	events := factory.Events().V1().Events()
+	w.Events = events.Lister()
 	handler := cache.ResourceEventHandlerFuncs{
 		AddFunc:    w.changed,
 		UpdateFunc: func(_, obj any) { w.changed(obj) },
@@ -60,6 +66,7 @@ func startWatch(ctx context.Context, c *Cluster) (*Watch, error) {
 		}
 		synced = append(synced, inf.HasSynced)
 	}
+	synced = append(synced, events.Informer().HasSynced)
 	factory.Start(ctx.Done())
 	dynFactory.Start(ctx.Done())
 	w.stop = func() {

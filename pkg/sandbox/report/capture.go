@@ -35,6 +35,18 @@ type State struct {
 	// DoubleBooked lists every device allocated exclusively to more than
 	// one claim at once, one sentence each; it should stay empty.
 	DoubleBooked []string
+	// Events are the Events about pods, those deleted included, in the
+	// order they were first recorded.
+	Events []PodEvent
+}
+
+// PodEvent is one Event about a pod.
+type PodEvent struct {
+	// Pod is namespace/name.
+	Pod    string
+	Reason string
+	Type   string
+	Note   string
 }
 
 // Holder is who holds a device.
@@ -62,6 +74,9 @@ func Capture(w *cluster.Watch) (*State, error) {
 		return nil, err
 	}
 	if err := st.addReservations(w); err != nil {
+		return nil, err
+	}
+	if err := st.addEvents(w); err != nil {
 		return nil, err
 	}
 	return st, nil
@@ -119,6 +134,7 @@ func (st *State) addPods(w *cluster.Watch) (map[string]*Pod, error) {
 	}
 	for _, p := range pods {
 		rp := Pod{Name: p.Namespace + "/" + p.Name, Workload: workloadOf(p, rsOwner), Node: p.Spec.NodeName, Phase: string(p.Status.Phase), Ready: podReady(p)}
+		rp.Annotations = rotaAnnotations(p)
 		if p.DeletionTimestamp != nil {
 			rp.Phase = "Terminating"
 		} else if rp.Ready {
@@ -138,6 +154,46 @@ func (st *State) addPods(w *cluster.Watch) (map[string]*Pod, error) {
 		byName[st.Pods[i].Name] = &st.Pods[i]
 	}
 	return byName, nil
+}
+
+// rotaAnnotations are p's rota.dev/ annotations but the advice; nil when
+// none.
+func rotaAnnotations(p *v1.Pod) map[string]string {
+	var out map[string]string
+	for k, v := range p.Annotations {
+		if strings.HasPrefix(k, v1alpha1.GroupName+"/") && k != gpuv1.AdviceAnnotation {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// addEvents records the Events about pods, oldest first.
+func (st *State) addEvents(w *cluster.Watch) error {
+	if w.Events == nil {
+		return nil
+	}
+	events, err := w.Events.List(labels.Everything())
+	if err != nil {
+		return err
+	}
+	sort.SliceStable(events, func(i, j int) bool {
+		a, b := events[i].EventTime.Time, events[j].EventTime.Time
+		if a.Equal(b) {
+			return events[i].Name < events[j].Name
+		}
+		return a.Before(b)
+	})
+	for _, e := range events {
+		if e.Regarding.Kind != "Pod" {
+			continue
+		}
+		st.Events = append(st.Events, PodEvent{Pod: e.Regarding.Namespace + "/" + e.Regarding.Name, Reason: e.Reason, Type: e.Type, Note: e.Note})
+	}
+	return nil
 }
 
 // waitingOf is why an unbound pod waits.

@@ -2,7 +2,9 @@ package report
 
 import (
 	"fmt"
+	"maps"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/rota-dev/rota/pkg/sandbox/scenario"
@@ -37,6 +39,9 @@ func Check(exp scenario.Expect, st *State, h History) []string {
 	}
 	for _, re := range exp.Reservations {
 		f.checkReservation(re, st.Reservations)
+	}
+	for _, ee := range exp.Events {
+		f.checkEvent(ee, st.Events)
 	}
 	f.checkHistory(exp, h)
 	return f
@@ -89,7 +94,47 @@ func (f *failures) checkPod(pe scenario.PodExpect, p Pod) {
 			}
 		}
 	}
+	f.checkAnnotations(pe, p)
 	f.checkWaiting(pe, p)
+}
+
+// checkAnnotations checks a matching pod's annotations: each expected
+// value's glob matches, or the annotation is absent where "" is expected.
+func (f *failures) checkAnnotations(pe scenario.PodExpect, p Pod) {
+	for _, key := range slices.Sorted(maps.Keys(pe.Annotations)) {
+		want := pe.Annotations[key]
+		got, ok := p.Annotations[key]
+		switch {
+		case want == "" && ok:
+			f.add("pod %s: annotation %s is %q, want none", p.Name, key, got)
+		case want != "" && !ok:
+			f.add("pod %s: no annotation %s, want %q", p.Name, key, want)
+		case want != "":
+			if match, _ := path.Match(want, got); !match {
+				f.add("pod %s: annotation %s is %q, want %q", p.Name, key, got, want)
+			}
+		}
+	}
+}
+
+// checkEvent checks that an Event about the pod has the reason and
+// message expected.
+func (f *failures) checkEvent(ee scenario.EventExpect, events []PodEvent) {
+	var seen []string
+	for _, e := range events {
+		if e.Pod != ee.Pod || e.Reason != ee.Reason {
+			continue
+		}
+		if strings.Contains(e.Note, ee.MessageContains) {
+			return
+		}
+		seen = append(seen, e.Note)
+	}
+	if len(seen) == 0 {
+		f.add("pod %s: no %s Event", ee.Pod, ee.Reason)
+		return
+	}
+	f.add("pod %s: no %s Event mentions %q (%s)", ee.Pod, ee.Reason, ee.MessageContains, strings.Join(seen, "; "))
 }
 
 // checkWaiting checks that a pod expected to wait does, with the reason

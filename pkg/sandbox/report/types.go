@@ -82,6 +82,9 @@ type Pod struct {
 	Devices  []Device `json:"devices,omitempty"`
 	// Waiting is set for a pod the scheduler has not placed.
 	Waiting *Waiting `json:"waiting,omitempty"`
+	// Annotations are the pod's rota.dev/ annotations but the advice (in
+	// Waiting), e.g. rota.dev/borrowed and rota.dev/checkpoint-requested.
+	Annotations map[string]string `json:"annotations,omitempty"`
 }
 
 // Device is a GPU allocated to a pod's claim.

@@ -114,6 +114,18 @@ type Expect struct {
 	// at every sample since the previous checkpoint (since the start for
 	// the first): no downtime.
 	MinReady []ReadyExpect `json:"minReady,omitempty"`
+	// Events are Events that must have been recorded about a pod by now,
+	// whether the pod still exists or not.
+	Events []EventExpect `json:"events,omitempty"`
+}
+
+// EventExpect is an Event about a pod: at least one Event regarding the
+// pod Pod (namespace/name) with reason Reason whose message contains
+// MessageContains.
+type EventExpect struct {
+	Pod             string `json:"pod"`
+	Reason          string `json:"reason"`
+	MessageContains string `json:"messageContains,omitempty"`
 }
 
 // ReadyExpect is a lower bound on a workload's Ready pods.
@@ -147,6 +159,10 @@ type PodExpect struct {
 	// AdviceContains is looked for in the pod's unblock advice, each
 	// option as "<kind>: <summary>" (e.g. "none: ", "evict team-a/a-2").
 	AdviceContains string `json:"adviceContains,omitempty"`
+	// Annotations must hold for every matching pod: each key's value
+	// matches the glob, or, for "", the pod has no such annotation (e.g.
+	// {rota.dev/borrowed: "H100=2"}, {rota.dev/borrowed: ""}).
+	Annotations map[string]string `json:"annotations,omitempty"`
 }
 
 // TargetExpect checks one DeploySchedule target.
