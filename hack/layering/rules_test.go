@@ -45,6 +45,10 @@ func TestCheck(t *testing.T) {
 		{"reservation controller reads the pool model", pkgOf("pkg/reservation/controller", "pkg/gpupool", "pkg/reservation"), ""},
 		{"schedule preview reads the pool model", pkgOf("pkg/schedule/preview", "pkg/gpupool"), ""},
 		{"sandbox report reads the pool model", pkgOf("pkg/sandbox/report", "pkg/gpupool", "pkg/waits"), ""},
+		{"quota status controller applies the quota rules to the pool model", pkgOf("pkg/quotastatus", "pkg/gpuquota", "pkg/gpupool", "pkg/usage", "pkg/reservation", "pkg/apis/rota/v1alpha1"), ""},
+		{"quota status controller imports the reservation controller", pkgOf("pkg/quotastatus", "pkg/reservation/controller"), "pkg/reservation/controller"},
+		{"plugin imports the quota status controller", pkgOf("pkg/plugins/quota", "pkg/quotastatus"), "pkg/quotastatus"},
+		{"pool report reads the quota rules", pkgOf("pkg/poolreport", "pkg/gpuquota"), ""},
 		{"registry imports a controller", pkgOf("pkg/scheduler", "pkg/plugins/tiering", "pkg/schedule/controller"), "pkg/schedule/controller"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -50,6 +50,22 @@ func (d *Device) UUID() string {
 	return StringAttribute(d.Device, d.ID.Driver.String(), gpuv1.AttributeUUID)
 }
 
+// Healthy is false while the driver's unhealthy taint keeps claims away
+// from the device (effect NoSchedule or NoExecute; the driver publishes
+// a GPU it only warns about with effect None).
+func (d *Device) Healthy() bool { return !Unhealthy(d.Device) }
+
+// Unhealthy reports whether d carries the driver's unhealthy taint with an
+// effect that keeps claims away.
+func Unhealthy(d *resourceapi.Device) bool {
+	for _, t := range d.Taints {
+		if t.Key == gpuv1.UnhealthyTaintKey && t.Effect != resourceapi.DeviceTaintEffectNone {
+			return true
+		}
+	}
+	return false
+}
+
 // ReservedBy is the value of the device's rota.dev/reserved taint, the
 // reservation holding it as "<namespace>.<name>" (docs/reservations.md),
 // or "" when no reservation holds it.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	resourceapi "k8s.io/api/resource/v1"
@@ -43,6 +44,12 @@ func NewMatcher(classes structured.DeviceClassLister, cache *cel.Cache, results 
 		}
 	}
 	return m, nil
+}
+
+// Key identifies what the matcher accepts: its class's and its request's
+// selectors. Two matchers with the same key accept the same devices.
+func (m *Matcher) Key() string {
+	return strings.Join(m.classExprs, "\x00") + "\x01" + strings.Join(m.exprs, "\x00")
 }
 
 // Matches reports whether the device satisfies every selector. A selector

@@ -47,7 +47,7 @@ func (c checker) draUsable(ctx context.Context) Result {
 }
 
 func (c checker) rotaCRDs() Result {
-	return c.served("Rota CRDs", rotav1.SchemeGroupVersion.String(), []string{"deployschedules", "gpureservations"}, installFix)
+	return c.served("Rota CRDs", rotav1.SchemeGroupVersion.String(), []string{"deployschedules", "gpureservations", "gpuquotas"}, installFix)
 }
 
 func (c checker) deviceClasses(ctx context.Context) Result {

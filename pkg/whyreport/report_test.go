@@ -77,3 +77,27 @@ func TestWriteWhyFitsWidth(t *testing.T) {
 		}
 	}
 }
+
+// A waiting pod with a reclaim under way: `why` says what is reclaimed
+// from whom and how long each checkpoint grace has left.
+func TestReclaimInWhy(t *testing.T) {
+	t0 := time.Date(2026, 12, 6, 10, 0, 0, 0, time.UTC)
+	raw := `{"tenant":"team-a","unit":"team-a/gang:train","model":"H100","need":4,"used":0,"guaranteed":8,"started":"2026-12-06T10:00:00Z",` +
+		`"victims":[{"workload":"team-b/b-7","pods":["team-b/b-7"],"gpus":2,"graceUntil":"2026-12-06T10:01:30Z"},{"workload":"team-b/b-6","pods":["team-b/b-6"],"gpus":2}]}`
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "train-0", Annotations: map[string]string{gpuv1.ReclaimAnnotation: raw}},
+		Status: v1.PodStatus{Conditions: []v1.PodCondition{{Type: "rota.dev/Waiting", Status: v1.ConditionTrue, Reason: "GangIncomplete", Message: "gang train needs 4 GPUs", LastTransitionTime: metav1.NewTime(t0)}}}}
+	r := Explain(pod, nil)
+	r.DescribeReclaim(t0.Add(20*time.Second), func(_, name string) bool { return name == "b-6" })
+	var out bytes.Buffer
+	if err := WriteText(&out, r, TextOptions{Width: 200}); err != nil {
+		t.Fatal(err)
+	}
+	want := "Reclaim: reclaiming 4 H100 for team-a's guarantee (holds 0 of 8, needs 4) from borrowers team-b/b-7 (2 GPUs; checkpoint grace 1m10s left), team-b/b-6 (2 GPUs; evicted)"
+	if !bytes.Contains(out.Bytes(), []byte(want)) {
+		t.Errorf("why:\n%s\nlacks %q", out.String(), want)
+	}
+	pod.Spec.NodeName = "n2"
+	if r := Explain(pod, nil); r.Reclaim != nil {
+		t.Error("a placed pod reports no reclaim")
+	}
+}

@@ -16,6 +16,7 @@ import (
 var (
 	deploySchedules = schema.GroupVersionResource{Group: "rota.dev", Version: "v1alpha1", Resource: "deployschedules"}
 	gpuReservations = schema.GroupVersionResource{Group: "rota.dev", Version: "v1alpha1", Resource: "gpureservations"}
+	gpuQuotas       = schema.GroupVersionResource{Group: "rota.dev", Version: "v1alpha1", Resource: "gpuquotas"}
 )
 
 const validSchedule = `
@@ -61,6 +62,17 @@ spec:
     workloadRef: {apiVersion: apps/v1, kind: Deployment, name: md-chat}
   - name: batch
     workloadRef: {apiVersion: apps/v1, kind: Deployment, name: md-batch}
+`
+
+const validQuota = `
+apiVersion: rota.dev/v1alpha1
+kind: GPUQuota
+metadata: {name: team-a}
+spec:
+  overLimit: Wait
+  models:
+  - {model: H100, guaranteed: 8, borrowingLimit: 4, lendingLimit: 6}
+  - {model: H200, guaranteed: 0}
 `
 
 // edit changes one decoded object before it is sent.
@@ -110,18 +122,55 @@ func index(key string) int {
 	return i
 }
 
+// crdCase is one object sent to the API server (a dry run) and what it
+// must answer.
+type crdCase struct {
+	gvr   schema.GroupVersionResource
+	base  string
+	edits []edit
+	// wantErr holds substrings of the apiserver's error, the field path first;
+	// empty means the object must be accepted.
+	wantErr []string
+}
+
+// gpuQuotaCases: the GPUQuota schema (issue #41 point 1). Its name is the
+// tenant's namespace, so a name that cannot be one is refused; a tenant
+// lends only what it is guaranteed.
+var gpuQuotaCases = map[string]crdCase{
+	"valid quota":                  {gvr: gpuQuotas, base: validQuota},
+	"quota without limits":         {gvr: gpuQuotas, base: validQuota, edits: []edit{del("spec.models.0.borrowingLimit"), del("spec.models.0.lendingLimit"), del("spec.overLimit")}},
+	"lending all of the guarantee": {gvr: gpuQuotas, base: validQuota, edits: []edit{set("spec.models.0.lendingLimit", 8)}},
+	"lending more than is guaranteed": {
+		gvr: gpuQuotas, base: validQuota, edits: []edit{set("spec.models.0.lendingLimit", 9)},
+		wantErr: []string{"spec.models[0].lendingLimit", "lendingLimit cannot exceed guaranteed"},
+	},
+	"quota named as no namespace can be": {
+		gvr: gpuQuotas, base: validQuota, edits: []edit{set("metadata.name", "team.a")},
+		wantErr: []string{"the name is the tenant's namespace: a DNS label"},
+	},
+	"negative guarantee": {
+		gvr: gpuQuotas, base: validQuota, edits: []edit{set("spec.models.1.guaranteed", -1)},
+		wantErr: []string{"spec.models[1].guaranteed", "greater than or equal to 0"},
+	},
+	"model listed twice": {
+		gvr: gpuQuotas, base: validQuota, edits: []edit{set("spec.models.1.model", "H100")},
+		wantErr: []string{"spec.models[1]", "Duplicate value"},
+	},
+	"no models": {
+		gvr: gpuQuotas, base: validQuota, edits: []edit{set("spec.models", []any{})},
+		wantErr: []string{"spec.models", "should have at least 1 items"},
+	},
+	"unknown over-limit policy": {
+		gvr: gpuQuotas, base: validQuota, edits: []edit{set("spec.overLimit", "Evict")},
+		wantErr: []string{"spec.overLimit", "Unsupported value"},
+	},
+}
+
 func TestCRDValidation(t *testing.T) {
 	cp := framework.StartControlPlane(t)
 	cp.Create(t, framework.Namespace("serving"))
 
-	cases := map[string]struct {
-		gvr   schema.GroupVersionResource
-		base  string
-		edits []edit
-		// wantErr holds substrings of the apiserver's error, the field path first;
-		// empty means the object must be accepted.
-		wantErr []string
-	}{
+	cases := map[string]crdCase{
 		"valid schedule": {gvr: deploySchedules, base: validSchedule},
 		"schedule without time zone": {
 			gvr: deploySchedules, base: validSchedule, edits: []edit{del("spec.timeZone")},
@@ -225,6 +274,9 @@ func TestCRDValidation(t *testing.T) {
 			gvr: gpuReservations, base: validReservation, edits: []edit{set("spec.mode", "Shared")},
 			wantErr: []string{"spec.mode", "Unsupported value"},
 		},
+	}
+	for name, tc := range gpuQuotaCases {
+		cases[name] = tc
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/clock"
 
 	rotav1 "github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
+	"github.com/rota-dev/rota/pkg/quotastatus"
 	reservationcontroller "github.com/rota-dev/rota/pkg/reservation/controller"
 	schedulecontroller "github.com/rota-dev/rota/pkg/schedule/controller"
 	"github.com/rota-dev/rota/pkg/statemetrics"
@@ -82,6 +83,7 @@ func controllers() []controllerEntry {
 	return []controllerEntry{
 		{Name: "deployschedule", New: newDeployScheduleController},
 		{Name: "gpureservation", New: newGPUReservationController},
+		{Name: "gpuquota", New: newGPUQuotaStatusController},
 		{Name: "usage", New: newUsageMeter},
 		{Name: "statemetrics", New: newStateMetrics},
 	}
@@ -150,5 +152,15 @@ func newGPUReservationController(d deps) (runnable, error) {
 	return reservationcontroller.New(reservationcontroller.Options{
 		Client: d.Client, Dynamic: d.Dynamic, Clock: d.Clock, Recorder: d.Recorder, Registry: d.Registry,
 		Informers: inf,
+	})
+}
+
+// newGPUQuotaStatusController writes every GPUQuota's status: per model
+// the tenant's guarantee, use, borrowing and lending, and whether the
+// guarantees fit the pool (pkg/quotastatus).
+func newGPUQuotaStatusController(d deps) (runnable, error) {
+	return quotastatus.New(quotastatus.Options{
+		Dynamic: d.Dynamic, Clock: d.Clock,
+		Informers: quotastatus.NewInformers(d.Factory, d.DynFactory),
 	})
 }

@@ -192,19 +192,19 @@ func (t *turnChecker) fitsNow(ctx context.Context, cs fwk.CycleState, pod *v1.Po
 	if len(requests) == 0 {
 		return true
 	}
-	pool, err := gpupool.CycleSnapshot(ctx, cs, t.dra, &t.caches.Slices)
+	inv, err := gpupool.CycleInventory(ctx, cs, t.dra, &t.caches.Slices)
 	if err != nil {
 		return false
 	}
-	for _, node := range pool.Nodes {
-		if t.fitsOn(ctx, pool, node, requests) {
+	for _, node := range inv.Nodes {
+		if t.fitsOn(ctx, inv, node, requests) {
 			return true
 		}
 	}
 	return false
 }
 
-func (t *turnChecker) fitsOn(ctx context.Context, pool *gpupool.Pool, node string, requests []gpupool.Request) bool {
+func (t *turnChecker) fitsOn(ctx context.Context, inv *gpupool.Inventory, node string, requests []gpupool.Request) bool {
 	for _, r := range requests {
 		ok := false
 		for _, tier := range r.Tiers {
@@ -213,8 +213,9 @@ func (t *turnChecker) fitsOn(ctx context.Context, pool *gpupool.Pool, node strin
 				continue
 			}
 			free := int64(0)
-			for _, d := range pool.ByNode[node] {
-				if d.FreeFor(tier) && gpupool.BlockingTaint(d.Device, tier.Tolerations) == nil && m.Matches(ctx, d) {
+			for _, nd := range inv.ByNode[node] {
+				d := inv.DeviceOf(node, nd)
+				if d.FreeFor(tier) && gpupool.BlockingTaint(d.Device, tier.Tolerations) == nil && m.Matches(ctx, &d) {
 					free++
 				}
 			}

@@ -27,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/dynamic-resource-allocation/structured"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/utils/clock"
@@ -197,11 +198,11 @@ func (pl *Gang) poolFits(ctx context.Context, cs fwk.CycleState, key types.Names
 	if err != nil {
 		return 0, 0, true
 	}
-	pool, err := gpupool.CycleSnapshot(ctx, cs, dra, &pl.caches.Slices)
+	inv, err := gpupool.CycleInventory(ctx, cs, dra, &pl.caches.Slices)
 	if err != nil {
 		return 0, 0, true
 	}
-	usable := sets.New[*gpupool.Device]()
+	usable := sets.New[structured.DeviceID]()
 	for _, p := range pods {
 		if p.Spec.NodeName != "" || p.DeletionTimestamp != nil {
 			continue
@@ -217,10 +218,11 @@ func (pl *Gang) poolFits(ctx context.Context, cs fwk.CycleState, key types.Names
 				if err != nil {
 					continue
 				}
-				for _, node := range pool.Nodes {
-					for _, d := range pool.ByNode[node] {
-						if d.FreeFor(t) && gpupool.BlockingTaint(d.Device, t.Tolerations) == nil && m.Matches(ctx, d) {
-							usable.Insert(d)
+				for _, node := range inv.Nodes {
+					for _, nd := range inv.ByNode[node] {
+						d := inv.DeviceOf(node, nd)
+						if d.FreeFor(t) && gpupool.BlockingTaint(d.Device, t.Tolerations) == nil && m.Matches(ctx, &d) {
+							usable.Insert(d.ID)
 						}
 					}
 				}

@@ -74,7 +74,23 @@ type benchDRA struct {
 }
 
 func (d benchDRA) ResourceClaims() fwk.ResourceClaimTracker { return d.tracker }
-func (d benchDRA) ResourceSlices() fwk.ResourceSliceLister  { return d.slices }
+func (d benchDRA) DeviceClasses() fwk.DeviceClassLister     { return benchClasses{} }
+
+// benchClasses has the one class the claims name, selecting every device.
+type benchClasses struct{}
+
+func (benchClasses) Get(name string) (*resourceapi.DeviceClass, error) {
+	if name != benchDriver {
+		return nil, fmt.Errorf("device class %q not found", name)
+	}
+	return &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: benchDriver}}, nil
+}
+
+func (c benchClasses) List() ([]*resourceapi.DeviceClass, error) {
+	class, err := c.Get(benchDriver)
+	return []*resourceapi.DeviceClass{class}, err
+}
+func (d benchDRA) ResourceSlices() fwk.ResourceSliceLister { return d.slices }
 
 // benchWorld is a cluster with n allocated claims: ten of tenant team-a
 // (limit 100 H100) on node n0's H100s, the rest spread over 50 other
@@ -166,8 +182,8 @@ func benchAllocation(node, device string) *resourceapi.AllocationResult {
 	}}}}
 }
 
-// benchPoint runs one extension point at each size, in a cycle whose pool
-// (gpupool.CycleSnapshot, shared by the cycle's Rota plugins) was taken
+// benchPoint runs one extension point at each size, in a cycle whose
+// inventory (gpupool.CycleInventory, shared by the cycle's Rota plugins) was taken
 // once, outside the timer.
 func benchPoint(b *testing.B, run func(ctx context.Context, pl *Quota, cs fwk.CycleState, pod, ext *v1.Pod) *fwk.Status) {
 	for _, n := range benchSizes {
@@ -175,7 +191,7 @@ func benchPoint(b *testing.B, run func(ctx context.Context, pl *Quota, cs fwk.Cy
 			ctx := klog.NewContext(context.Background(), logr.Discard())
 			pl, pod, ext := benchWorld(b, n)
 			cs := framework.NewCycleState()
-			pool, err := gpupool.CycleSnapshot(ctx, cs, pl.dra, &pl.caches.Slices)
+			inv, err := gpupool.CycleInventory(ctx, cs, pl.dra, &pl.caches.Slices)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -183,7 +199,7 @@ func benchPoint(b *testing.B, run func(ctx context.Context, pl *Quota, cs fwk.Cy
 			if err != nil {
 				b.Fatal(err)
 			}
-			cs.Write(preFilterStateKey, &preFilterState{tenant: pl.tenant("team-a"), pool: pool, requests: requests})
+			cs.Write(preFilterStateKey, &preFilterState{tenant: pl.tenant("team-a"), inv: inv, requests: requests})
 			b.ResetTimer()
 			for b.Loop() {
 				if st := run(ctx, pl, cs, pod, ext); !st.IsSuccess() {
@@ -204,12 +220,36 @@ func BenchmarkPreFilterUsage(b *testing.B) {
 		}
 		pl.mu.Lock()
 		defer pl.mu.Unlock()
-		use, err := pl.usageLocked(pod.Namespace, s.pool, nil)
+		use, err := pl.usageLocked(pod.Namespace, s.inv, nil)
 		if err != nil || use["H100"] != 11 {
 			return fwk.NewStatus(fwk.Error, fmt.Sprintf("usage %v, %v; want 11 H100", use, err))
 		}
 		return nil
 	})
+}
+
+// BenchmarkPreFilter is the whole PreFilter of a limited tenant's pod: its
+// requests and matchers, the tenant's usage and the check that some tier
+// is within the limits (the models a tier matches come from the cache
+// after the first cycle), in a cycle whose inventory Tiering already took.
+func BenchmarkPreFilter(b *testing.B) {
+	for _, n := range benchSizes {
+		b.Run(fmt.Sprintf("size=%d", n), func(b *testing.B) {
+			ctx := klog.NewContext(context.Background(), logr.Discard())
+			pl, pod, _ := benchWorld(b, n)
+			pl.models = &tierModels{}
+			cs := framework.NewCycleState()
+			if _, err := gpupool.CycleInventory(ctx, cs, pl.dra, &pl.caches.Slices); err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for b.Loop() {
+				if _, st := pl.PreFilter(ctx, cs, pod, nil); !st.IsSuccess() {
+					b.Fatal(st)
+				}
+			}
+		})
+	}
 }
 
 // BenchmarkReserve charges the pending allocation of the pod's claim

@@ -93,7 +93,7 @@ func ParseBorrowMark(v string) map[string]int64 {
 // lendingRefusal returns a message when granting borrows GPUs that other
 // tenants keep free for themselves: their idle guarantee beyond their
 // lending limit. pl.mu must be held.
-func (pl *Quota) lendingRefusal(ns string, pool *gpupool.Pool, borrowed, granted map[string]int64) (string, error) {
+func (pl *Quota) lendingRefusal(ns string, inv *gpupool.Inventory, borrowed, granted map[string]int64) (string, error) {
 	table := pl.live.Table()
 	for _, m := range sortedModels(borrowed) {
 		var err error
@@ -101,7 +101,7 @@ func (pl *Quota) lendingRefusal(ns string, pool *gpupool.Pool, borrowed, granted
 			if err != nil {
 				return 0
 			}
-			use, uerr := pl.usageLocked(other, pool, nil)
+			use, uerr := pl.usageLocked(other, inv, nil)
 			err = uerr
 			return int(use[m])
 		})
@@ -111,7 +111,7 @@ func (pl *Quota) lendingRefusal(ns string, pool *gpupool.Pool, borrowed, granted
 		if unlendable == 0 {
 			continue
 		}
-		free := int64(freeOfModel(pool, m, pl.args.ModelAttribute))
+		free := int64(freeOfModel(inv, m, pl.args.ModelAttribute))
 		if free-granted[m] < int64(unlendable) {
 			return fmt.Sprintf("%s would borrow %d %s, but %d of the %d free %s are idle guarantees other tenants do not lend", ns, borrowed[m], m, unlendable, free, m), nil
 		}
@@ -121,14 +121,14 @@ func (pl *Quota) lendingRefusal(ns string, pool *gpupool.Pool, borrowed, granted
 
 // freeOfModel counts the pool's unallocated devices of model that no taint
 // keeps from an untolerating pod.
-func freeOfModel(pool *gpupool.Pool, model, attr string) int {
+func freeOfModel(inv *gpupool.Inventory, model, attr string) int {
 	n := 0
-	for _, node := range pool.Nodes {
-		for _, d := range pool.ByNode[node] {
-			if d.Allocated || len(d.Allocations) > 0 || gpupool.BlockingTaint(d.Device, nil) != nil {
+	for _, node := range inv.Nodes {
+		for _, nd := range inv.ByNode[node] {
+			if d := inv.DeviceOf(node, nd); d.Allocated || len(d.Consumed) > 0 || gpupool.BlockingTaint(d.Device, nil) != nil {
 				continue
 			}
-			if gpupool.StringAttribute(d.Device, d.ID.Driver.String(), resourceapi.QualifiedName(attr)) == model {
+			if gpupool.StringAttribute(nd.Device, nd.ID.Driver.String(), resourceapi.QualifiedName(attr)) == model {
 				n++
 			}
 		}

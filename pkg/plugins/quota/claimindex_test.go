@@ -46,10 +46,10 @@ func TestUsageReadsTheNamespaceThroughTheTracker(t *testing.T) {
 
 	args := &QuotaArgs{ModelAttribute: DefaultModelAttribute}
 	pl := &Quota{args: args, claims: &tenantClaims{index: index, claims: tracker}, inFlight: map[types.UID]charge{}}
-	pool := gpupool.NewPool([]*resourceapi.ResourceSlice{benchSlice("n0", 8)}, nil, nil)
+	inv := &gpupool.Inventory{Slices: gpupool.NewSlices([]*resourceapi.ResourceSlice{benchSlice("n0", 8)})}
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
-	use, err := pl.usageLocked("team-a", pool, nil)
+	use, err := pl.usageLocked("team-a", inv, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -65,14 +65,14 @@ func (pl *Quota) preBindExtended(ctx context.Context, cs fwk.CycleState, pod *v1
 	if claim == nil || claim.Status.Allocation == nil {
 		return nil
 	}
-	pool, err := gpupool.CycleSnapshot(ctx, cs, pl.dra, &pl.caches.Slices)
+	inv, err := gpupool.CycleInventory(ctx, cs, pl.dra, &pl.caches.Slices)
 	if err != nil {
 		return fwk.AsStatus(err)
 	}
-	granted := pl.chargeOf(claim.Status.Allocation, pool)
+	granted := pl.chargeOf(claim.Status.Allocation, inv)
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
-	use, err := pl.usageLocked(pod.Namespace, pool, sets.New(claim.UID))
+	use, err := pl.usageLocked(pod.Namespace, inv, sets.New(claim.UID))
 	if err != nil {
 		return fwk.AsStatus(err)
 	}

@@ -78,6 +78,8 @@ type Quota struct {
 	inFlight map[types.UID]charge
 	// refused remembers the allocations Reserve refused, per pod and node.
 	refused *refusalmemo.Memo
+	// models are the models each tier's selectors match, per slice set.
+	models *tierModels
 }
 
 // charge is what one claim holds: its namespace and devices per model.
@@ -115,7 +117,7 @@ func Factory(caches *gpupool.Caches, live *gpuquota.Live, dyn dynamic.Interface)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", Name, err)
 		}
-		pl := &Quota{dra: dra, client: h.ClientSet(), live: gpuquota.LiveOrNew(live), clock: clock.RealClock{}, args: args, fromArgs: argTenants(args), caches: gpupool.CachesOrNew(caches), claims: claims, inFlight: map[types.UID]charge{}, refused: refusalmemo.New(h)}
+		pl := &Quota{dra: dra, client: h.ClientSet(), live: gpuquota.LiveOrNew(live), clock: clock.RealClock{}, args: args, fromArgs: argTenants(args), caches: gpupool.CachesOrNew(caches), claims: claims, inFlight: map[types.UID]charge{}, refused: refusalmemo.New(h), models: &tierModels{}}
 		table, _ := gpuquota.NewTable(nil, pl.fromArgs)
 		pl.live.SetTable(table)
 		pl.caches.Limits.Set(table.Limits())
@@ -143,7 +145,7 @@ func (pl *Quota) Name() string { return Name }
 type preFilterState struct {
 	tenant   *gpuquota.Tenant
 	usage    map[string]int64
-	pool     *gpupool.Pool
+	inv      *gpupool.Inventory
 	requests []gpupool.Request
 	matchers [][]*gpupool.Matcher // per request, per tier; nil where the class is missing
 }
@@ -170,17 +172,17 @@ func (pl *Quota) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, 
 		// Missing claims are DynamicResources' to report.
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
-	pool, err := gpupool.CycleSnapshot(ctx, cs, pl.dra, &pl.caches.Slices)
+	inv, err := gpupool.CycleInventory(ctx, cs, pl.dra, &pl.caches.Slices)
 	if err != nil {
 		return nil, fwk.AsStatus(err)
 	}
 	pl.mu.Lock()
-	use, err := pl.usageLocked(pod.Namespace, pool, nil)
+	use, err := pl.usageLocked(pod.Namespace, inv, nil)
 	pl.mu.Unlock()
 	if err != nil {
 		return nil, fwk.AsStatus(err)
 	}
-	s := &preFilterState{tenant: tenant, pool: pool, requests: requests, usage: use}
+	s := &preFilterState{tenant: tenant, inv: inv, requests: requests, usage: use}
 	for _, r := range requests {
 		ms := make([]*gpupool.Matcher, len(r.Tiers))
 		for i, t := range r.Tiers {
@@ -190,7 +192,7 @@ func (pl *Quota) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, 
 		}
 		s.matchers = append(s.matchers, ms)
 	}
-	if msg := s.unreachable(ctx, pl.args.ModelAttribute); msg != "" {
+	if msg := s.unreachable(ctx, pl.models, pl.args.ModelAttribute); msg != "" {
 		return nil, pl.reject(ctx, cs, "", pod, tenant, msg)
 	}
 	cs.Write(preFilterStateKey, s)
@@ -217,7 +219,7 @@ func (pl *Quota) reject(ctx context.Context, cs fwk.CycleState, node string, pod
 // claims in the tracker and claims reserved in this scheduler but not
 // bound yet, except the claims in skip. Only the namespace's claims are
 // read (tenantClaims). pl.mu must be held.
-func (pl *Quota) usageLocked(namespace string, pool *gpupool.Pool, skip sets.Set[types.UID]) (map[string]int64, error) {
+func (pl *Quota) usageLocked(namespace string, inv *gpupool.Inventory, skip sets.Set[types.UID]) (map[string]int64, error) {
 	use := map[string]int64{}
 	counted := sets.New[types.UID]()
 	for uid, c := range pl.inFlight {
@@ -237,7 +239,7 @@ func (pl *Quota) usageLocked(namespace string, pool *gpupool.Pool, skip sets.Set
 		if c.Status.Allocation == nil || counted.Has(c.UID) || skip.Has(c.UID) {
 			continue
 		}
-		for m, n := range pl.chargeOf(c.Status.Allocation, pool) {
+		for m, n := range pl.chargeOf(c.Status.Allocation, inv) {
 			use[m] += n
 		}
 	}
@@ -251,23 +253,23 @@ func (s *preFilterState) fingerprint(node string) string {
 	for _, m := range sortedModels(s.usage) {
 		fmt.Fprintf(&b, "%s=%d;", m, s.usage[m])
 	}
-	for _, d := range s.pool.ByNode[node] {
-		if d.Allocated || len(d.Allocations) > 0 {
-			fmt.Fprintf(&b, "%s:%d;", d.ID, len(d.Allocations))
+	for _, nd := range s.inv.ByNode[node] {
+		if d := s.inv.DeviceOf(node, nd); d.Allocated || len(d.Consumed) > 0 {
+			fmt.Fprintf(&b, "%s:%v:%v;", d.ID, d.Allocated, d.Consumed)
 		}
 	}
 	return b.String()
 }
 
 // chargeOf counts an allocation's devices per model.
-func (pl *Quota) chargeOf(alloc *resourceapi.AllocationResult, pool *gpupool.Pool) map[string]int64 {
+func (pl *Quota) chargeOf(alloc *resourceapi.AllocationResult, inv *gpupool.Inventory) map[string]int64 {
 	out := map[string]int64{}
 	for _, r := range alloc.Devices.Results {
-		d, ok := pool.ByID[structured.MakeDeviceID(r.Driver, r.Pool, r.Device)]
+		d, ok := inv.ByID[structured.MakeDeviceID(r.Driver, r.Pool, r.Device)]
 		if !ok {
 			continue
 		}
-		if m := gpupool.StringAttribute(d.Device, r.Driver, resourceapi.QualifiedName(pl.args.ModelAttribute)); m != "" {
+		if m := gpupool.StringAttribute(d, r.Driver, resourceapi.QualifiedName(pl.args.ModelAttribute)); m != "" {
 			out[m]++
 		}
 	}
@@ -296,8 +298,9 @@ func limitOf(t *gpuquota.Tenant, model string) (int64, bool) {
 }
 
 // unreachable returns a message when some request has no tier that any
-// device of the pool could grant within the limits.
-func (s *preFilterState) unreachable(ctx context.Context, attr string) string {
+// device of the pool could grant within the limits. Which models a tier
+// matches is looked up in models, not counted device by device.
+func (s *preFilterState) unreachable(ctx context.Context, models *tierModels, attr string) string {
 	for ri, r := range s.requests {
 		var blocked []string
 		ok := false
@@ -307,14 +310,7 @@ func (s *preFilterState) unreachable(ctx context.Context, attr string) string {
 				ok = true // DynamicResources reports the missing class
 				break
 			}
-			models := map[string]int64{}
-			for _, node := range s.pool.Nodes {
-				for _, d := range s.pool.ByNode[node] {
-					if m.Matches(ctx, d) {
-						models[gpupool.StringAttribute(d.Device, d.ID.Driver.String(), resourceapi.QualifiedName(attr))]++
-					}
-				}
-			}
+			models := models.of(ctx, s.inv, m, attr)
 			if len(models) == 0 {
 				ok = true // nothing to charge; capacity is someone else's answer
 				break
@@ -395,7 +391,8 @@ func (s *preFilterState) wouldGrant(ctx context.Context, node, attr string) (map
 				continue
 			}
 			var pick []*gpupool.Device
-			for _, d := range s.pool.ByNode[node] {
+			for _, nd := range s.inv.ByNode[node] {
+				d := new(s.inv.DeviceOf(node, nd))
 				if taken.Has(d.ID) || !d.FreeFor(t) || gpupool.BlockingTaint(d.Device, t.Tolerations) != nil || !m.Matches(ctx, d) {
 					continue
 				}

@@ -38,7 +38,7 @@ func (pl *Quota) Reserve(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, no
 		if alloc == nil {
 			continue
 		}
-		c := charge{namespace: pod.Namespace, models: pl.chargeOf(alloc, s.pool)}
+		c := charge{namespace: pod.Namespace, models: pl.chargeOf(alloc, s.inv)}
 		mine[claim.UID] = c
 		for m, n := range c.models {
 			granted[m] += n
@@ -47,7 +47,7 @@ func (pl *Quota) Reserve(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, no
 	skip := sets.KeySet(mine)
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
-	use, err := pl.usageLocked(pod.Namespace, s.pool, skip)
+	use, err := pl.usageLocked(pod.Namespace, s.inv, skip)
 	if err != nil {
 		return fwk.AsStatus(err)
 	}
@@ -64,7 +64,7 @@ func (pl *Quota) Reserve(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, no
 				return pl.reject(ctx, cs, node, pod, s.tenant, msg)
 			}
 		}
-		msg, err := pl.lendingRefusal(pod.Namespace, s.pool, borrowed, granted)
+		msg, err := pl.lendingRefusal(pod.Namespace, s.inv, borrowed, granted)
 		if err != nil {
 			return fwk.AsStatus(err)
 		}

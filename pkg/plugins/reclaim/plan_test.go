@@ -172,3 +172,35 @@ func TestPlanTakesAGangWhole(t *testing.T) {
 		t.Errorf("victims %s (%+v), want the gang whole, both pods", got, p.Victims)
 	}
 }
+
+func TestPlanRespectsDisruptionBudgets(t *testing.T) {
+	c := newCluster()
+	// A PodDisruptionBudget allows no disruption of b-7: the plan takes the
+	// next newest borrowers instead.
+	c.snap.Budgets = map[string]int{"team-b/keep-b7": 0}
+	c.snap.Running[7].Budgets = map[string]int{"team-b/keep-b7": 1}
+	p, why := makePlan(table(map[string]int32{"team-a": 8, "team-b": 8}), c.snap, c.pods, c.gang(), 0)
+	if p == nil {
+		t.Fatalf("no plan: %s", why)
+	}
+	if got := victimKeys(p); strings.Contains(got, "b-7") || len(p.Victims) != 2 {
+		t.Errorf("victims %s: want two borrowers other than b-7, whose budget allows no disruption", got)
+	}
+}
+
+func TestPriorityPlanStaysInTheTenant(t *testing.T) {
+	c := newCluster()
+	unit := &advisor.Workload{Key: "team-b/urgent", Namespace: "team-b", Priority: 100, Groups: []advisor.Group{
+		{Pods: []string{"team-b/urgent"}, Requests: []advisor.Request{h100Request(c.snap, 2)}}}}
+	p := makePriorityPlan(c.snap, c.pods, unit, 0)
+	if p == nil || len(p.Victims) != 1 || p.Victims[0].Namespace != "team-b" {
+		t.Fatalf("plan %+v, want one of team-b's own lower-priority workloads", p)
+	}
+	if got := p.Victims[0].Key; got != "team-b/b-7" {
+		t.Errorf("victim %s, want the newest, b-7", got)
+	}
+	unit.Namespace, unit.Key = "team-c", "team-c/urgent"
+	if p := makePriorityPlan(c.snap, c.pods, unit, 0); p != nil {
+		t.Errorf("team-c's pod preempts %s of team-b", victimKeys(p))
+	}
+}

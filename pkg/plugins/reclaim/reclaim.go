@@ -18,6 +18,7 @@ import (
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	policylisters "k8s.io/client-go/listers/policy/v1"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
@@ -199,6 +200,13 @@ func gangIncomplete(pod *v1.Pod, members []*v1.Pod) string {
 // restricted to the tenant, then looks at the pod's other resources).
 func (pl *Reclaim) reclaim(ctx context.Context, pod *v1.Pod) *fwk.Status {
 	logger := klog.FromContext(ctx)
+	guaranteed := pl.guaranteed(pod.Namespace)
+	mayPreempt := pl.mayPreempt(pod)
+	if !guaranteed && !mayPreempt && !pl.anyUnderway() {
+		// Neither a reclaim nor a preemption could start: skip the
+		// snapshot, which costs a walk of the whole pool.
+		return nil
+	}
 	b, err := pl.builder(ctx)
 	if err != nil {
 		return fwk.AsStatus(err)
@@ -223,15 +231,17 @@ func (pl *Reclaim) reclaim(ctx context.Context, pod *v1.Pod) *fwk.Status {
 		pods[p.Namespace+"/"+p.Name] = p
 	}
 	var p *plan
-	if pl.live.Table().AnyGuarantees() {
+	if guaranteed {
 		var why noPlan
 		if p, why = makePlan(pl.live.Table(), b.Snapshot(), pods, unit, planMaxChecks); p == nil && why != "" {
 			logger.V(3).Info("No reclaim", "pod", klog.KObj(pod), "reason", string(why))
 		}
 	}
 	if p == nil {
-		if pp := makePriorityPlan(b.Snapshot(), pods, unit, planMaxChecks); pp != nil {
-			return pl.preempt(ctx, pod, unit, pp, now)
+		if mayPreempt {
+			if pp := makePriorityPlan(b.Snapshot(), pods, unit, planMaxChecks); pp != nil {
+				return pl.preempt(ctx, pod, unit, pp, now)
+			}
 		}
 		return nil
 	}
@@ -301,6 +311,47 @@ func (pl *Reclaim) preempt(ctx context.Context, pod *v1.Pod, unit *advisor.Workl
 	pl.handle.EventRecorder().Eventf(pod, nil, v1.EventTypeNormal, "Preempting", "Preempt", "%s", msg)
 	klog.FromContext(ctx).Info("Preempting within the tenant", "pod", klog.KObj(pod), "unit", unit.Key, "victims", len(p.Victims))
 	return fwk.NewStatus(fwk.Unschedulable, msg)
+}
+
+// guaranteed reports whether the namespace is guaranteed GPUs of some
+// model: only then can its pods reclaim.
+func (pl *Reclaim) guaranteed(namespace string) bool {
+	t := pl.live.Table().Tenant(namespace)
+	if t == nil {
+		return false
+	}
+	for _, terms := range t.Models {
+		if terms.Guaranteed > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// mayPreempt reports whether pod may preempt by priority and some bound
+// pod of its namespace with a claim has a lower priority.
+func (pl *Reclaim) mayPreempt(pod *v1.Pod) bool {
+	if pod.Spec.PreemptionPolicy != nil && *pod.Spec.PreemptionPolicy == v1.PreemptNever {
+		return false
+	}
+	prio := corev1helpers.PodPriority(pod)
+	others, err := pl.pods.Pods(pod.Namespace).List(labels.Everything())
+	if err != nil {
+		return false
+	}
+	for _, o := range others {
+		if o.Spec.NodeName != "" && o.DeletionTimestamp == nil && len(o.Spec.ResourceClaims) > 0 && corev1helpers.PodPriority(o) < prio {
+			return true
+		}
+	}
+	return false
+}
+
+// anyUnderway reports whether some reclaim or preemption is under way.
+func (pl *Reclaim) anyUnderway() bool {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	return len(pl.active) > 0
 }
 
 // unitPods are the keys of a unit's pods.

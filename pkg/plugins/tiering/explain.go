@@ -90,14 +90,14 @@ func (pl *Tiering) PostFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Po
 	if err != nil {
 		return nil, statusError(logger, fmt.Errorf("list nodes: %w", err))
 	}
-	pool, err := gpupool.CycleSnapshot(ctx, cs, pl.dra, &pl.caches.Slices)
+	inv, err := gpupool.CycleInventory(ctx, cs, pl.dra, &pl.caches.Slices)
 	if err != nil {
 		return nil, statusError(logger, err)
 	}
 	var parts []string
 	for _, req := range s.requests {
 		for ti, tier := range req.Tiers {
-			sum, err := pl.summarizeTier(ctx, pool, nodes, statuses, tier, pod.Namespace)
+			sum, err := pl.summarizeTier(ctx, inv, nodes, statuses, tier, pod.Namespace)
 			if err != nil {
 				return nil, statusError(logger, err)
 			}
@@ -113,7 +113,7 @@ func (pl *Tiering) PostFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Po
 	return nil, fwk.NewStatus(fwk.Unschedulable, msg)
 }
 
-func (pl *Tiering) summarizeTier(ctx context.Context, pool *gpupool.Pool, nodes []fwk.NodeInfo, statuses fwk.NodeToStatusReader, tier gpupool.Tier, namespace string) (tierSummary, error) {
+func (pl *Tiering) summarizeTier(ctx context.Context, inv *gpupool.Inventory, nodes []fwk.NodeInfo, statuses fwk.NodeToStatusReader, tier gpupool.Tier, namespace string) (tierSummary, error) {
 	sum := tierSummary{nodes: len(nodes), reasons: map[string]int{}}
 	m, err := pl.matcherFor(tier)
 	if err != nil {
@@ -123,7 +123,7 @@ func (pl *Tiering) summarizeTier(ctx context.Context, pool *gpupool.Pool, nodes 
 		return sum, nil //nolint:nilerr // reported in the message
 	}
 	for _, ni := range nodes {
-		v, err := pl.judgeTier(ctx, pool, ni.Node().Name, tier, m, namespace)
+		v, err := pl.judgeTier(ctx, inv, ni.Node().Name, tier, m, namespace)
 		if err != nil {
 			return sum, err
 		}
@@ -152,9 +152,11 @@ func (pl *Tiering) summarizeTier(ctx context.Context, pool *gpupool.Pool, nodes 
 // device only a reservation's taint keeps the claim off counts as
 // reserved, whether its members use it or not; one that is also unhealthy
 // counts as tainted.
-func (pl *Tiering) judgeTier(ctx context.Context, pool *gpupool.Pool, node string, tier gpupool.Tier, m *gpupool.Matcher, namespace string) (tierVerdict, error) {
+func (pl *Tiering) judgeTier(ctx context.Context, inv *gpupool.Inventory, node string, tier gpupool.Tier, m *gpupool.Matcher, namespace string) (tierVerdict, error) {
 	c := deviceCounts{models: map[string]bool{}, namespace: namespace}
-	for _, d := range pool.ByNode[node] {
+	for _, nd := range inv.ByNode[node] {
+		dev := inv.DeviceOf(node, nd)
+		d := &dev
 		c.models[gpupool.StringAttribute(d.Device, d.ID.Driver.String(), gpuv1.AttributeModel)] = true
 		f, err := m.FirstFailing(ctx, d.ID.Driver.String(), d.Device)
 		if err != nil {

@@ -48,7 +48,7 @@ func NodeGPUs(node string, sliceList []*resourceapi.ResourceSlice, claims []*res
 	out := make([]GPU, 0, len(pool.ByNode[node]))
 	for _, d := range pool.ByNode[node] {
 		g := GPU{Pool: d.ID.Pool.String(), Device: d.ID.Device.String(), UUID: d.UUID(), Model: d.Model(),
-			Healthy: healthy(d.Device), Allocated: d.Allocated, ReservedBy: reserved[d.ID]}
+			Healthy: d.Healthy(), Allocated: d.Allocated, ReservedBy: reserved[d.ID]}
 		g.Index, _ = gpupool.IntAttribute(d.Device, gpuv1.DriverName, gpuv1.AttributeIndex)
 		if c, ok := d.Device.Capacity[gpuv1.CapacityMemory]; ok {
 			g.MemoryMiB = c.Value.Value() >> 20
@@ -59,14 +59,4 @@ func NodeGPUs(node string, sliceList []*resourceapi.ResourceSlice, claims []*res
 		return cmp.Or(cmp.Compare(a.Index, b.Index), cmp.Compare(a.Pool, b.Pool), cmp.Compare(a.Device, b.Device))
 	})
 	return out
-}
-
-// healthy is false while the driver's unhealthy taint keeps claims away.
-func healthy(d *resourceapi.Device) bool {
-	for _, t := range d.Taints {
-		if t.Key == gpuv1.UnhealthyTaintKey && t.Effect != resourceapi.DeviceTaintEffectNone {
-			return false
-		}
-	}
-	return true
 }

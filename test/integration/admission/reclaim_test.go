@@ -2,7 +2,9 @@ package admission
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +20,7 @@ import (
 	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
 	rotav1 "github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
 	"github.com/rota-dev/rota/pkg/gpuquota"
+	"github.com/rota-dev/rota/pkg/waits"
 	"github.com/rota-dev/rota/test/integration/framework"
 )
 
@@ -165,8 +168,68 @@ func TestReclaimForGuarantee(t *testing.T) {
 	if joined := strings.Join(reclaiming, "\n"); !strings.Contains(joined, "reclaiming 4 H100 for team-a's guarantee") || !strings.Contains(joined, "team-b/b-7") {
 		t.Errorf("the gang's Reclaiming events %q do not say what is reclaimed from whom", reclaiming)
 	}
+	// What `kubectl rota why` reads while the gang waits: the reclaim with
+	// its victims, and the checkpoint grace of the one that declared it.
+	var detail waits.ReclaimDetail
+	framework.WaitFor(t, "the reclaim detail on train-0", func(ctx context.Context) (bool, string, error) {
+		p, err := cp.Client.CoreV1().Pods("team-a").Get(ctx, "train-0", metav1.GetOptions{})
+		if err != nil {
+			return false, "", err
+		}
+		raw, ok := p.Annotations[gpuv1.ReclaimAnnotation]
+		if !ok {
+			return false, "no annotation yet", nil
+		}
+		return true, raw, json.Unmarshal([]byte(raw), &detail)
+	})
+	graced := map[string]bool{}
+	for _, v := range detail.Victims {
+		graced[v.Workload] = v.GraceUntil != nil
+	}
+	if want := map[string]bool{"team-b/b-6": false, "team-b/b-7": true}; !maps.Equal(graced, want) || detail.Need != 4 || detail.Guaranteed != 8 {
+		t.Errorf("reclaim detail %+v: want victims b-6 (no checkpoint) and b-7 (grace), need 4 of 8 guaranteed", detail)
+	}
 	held := cp.AllocatedDevices(t)
 	t.Logf("allocated after the reclaim: %v", held)
+}
+
+// TestLendingLimitKeepsIdleGuaranteeFree: team-a is guaranteed all 4 H100
+// but lends only 2 of them while idle. team-c, without a GPUQuota, borrows
+// 2; its third pod waits QuotaExceeded naming the idle guarantee team-a
+// does not lend; team-a's own pods still start at once.
+func TestLendingLimitKeepsIdleGuaranteeFree(t *testing.T) {
+	cp := framework.StartControlPlane(t)
+	cp.StartClaimController(t)
+	cp.Create(t,
+		framework.Namespace("team-a"), framework.Namespace("team-c"), framework.DeviceClass(),
+		framework.Node("n1"), framework.GPUSlice("n1", framework.GPUs(framework.H100, 4)...),
+	)
+	u, err := gpuquota.ToUnstructured(&rotav1.GPUQuota{
+		ObjectMeta: metav1.ObjectMeta{Name: "team-a"},
+		Spec:       rotav1.GPUQuotaSpec{Models: []rotav1.ModelQuota{{Model: "H100", Guaranteed: 4, LendingLimit: ptr.To[int32](2)}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cp.Dynamic.Resource(rotav1.GPUQuotasResource).Create(context.Background(), u, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cp.StartScheduler(t)
+	h100 := framework.ModelTier("H100")
+	cp.Create(t, framework.TieredClaimTemplate("team-a", "h100", h100), framework.TieredClaimTemplate("team-c", "h100", h100))
+	for i := range 2 {
+		cp.Create(t, framework.GPUPod("team-c", fmt.Sprintf("c-%d", i), sched, "h100"))
+		if mark := cp.WaitForPodBound(t, "team-c", fmt.Sprintf("c-%d", i)).Annotations[gpuv1.BorrowedAnnotation]; mark != "H100=1" {
+			t.Errorf("c-%d borrower mark %q, want H100=1: team-c has no guarantee", i, mark)
+		}
+	}
+	cp.Create(t, framework.GPUPod("team-c", "c-2", sched, "h100"))
+	msg := cp.WaitForWaiting(t, "team-c", "c-2", "QuotaExceeded", "idle guarantees other tenants do not lend")
+	t.Logf("c-2: %s", msg)
+	for i := range 2 {
+		cp.Create(t, framework.GPUPod("team-a", fmt.Sprintf("a-%d", i), sched, "h100"))
+		cp.WaitForPodBound(t, "team-a", fmt.Sprintf("a-%d", i))
+	}
 }
 
 // TestPreemptionStaysWithinTenant: with Reclaim in place of

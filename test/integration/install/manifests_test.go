@@ -77,6 +77,7 @@ func TestInstallManifestsDryRun(t *testing.T) {
 		for _, want := range []struct{ kind, name string }{
 			{"CustomResourceDefinition", "deployschedules.rota.dev"},
 			{"CustomResourceDefinition", "gpureservations.rota.dev"},
+			{"CustomResourceDefinition", "gpuquotas.rota.dev"},
 			{"Deployment", "rota-scheduler"},
 			{"Deployment", "rota-schedule-controller"},
 			{"DaemonSet", "rota-dra-kubelet-plugin"},
