@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -26,6 +27,7 @@ type State struct {
 	Pods         []Pod
 	Targets      []Target
 	Reservations []Reservation
+	Quotas       []Quota
 	// GPUs are the published devices, by "node/device".
 	GPUs map[string]GPU
 	// Holders are the allocated devices, by "node/device".
@@ -74,6 +76,9 @@ func Capture(w *cluster.Watch) (*State, error) {
 		return nil, err
 	}
 	if err := st.addReservations(w); err != nil {
+		return nil, err
+	}
+	if err := st.addQuotas(w); err != nil {
 		return nil, err
 	}
 	if err := st.addEvents(w); err != nil {
@@ -169,6 +174,30 @@ func rotaAnnotations(p *v1.Pod) map[string]string {
 		}
 	}
 	return out
+}
+
+// addQuotas records the GPUQuotas' GuaranteesFit conditions, sorted.
+func (st *State) addQuotas(w *cluster.Watch) error {
+	if w.Quotas == nil {
+		return nil
+	}
+	quotas, err := w.Quotas.List(labels.Everything())
+	if err != nil {
+		return err
+	}
+	for _, obj := range quotas {
+		var q v1alpha1.GPUQuota
+		if err := fromUnstructured(obj, &q); err != nil {
+			return err
+		}
+		rq := Quota{Name: q.Name}
+		if c := meta.FindStatusCondition(q.Status.Conditions, v1alpha1.ConditionGuaranteesFit); c != nil {
+			rq.GuaranteesFit, rq.Reason, rq.Message = string(c.Status), c.Reason, c.Message
+		}
+		st.Quotas = append(st.Quotas, rq)
+	}
+	sort.Slice(st.Quotas, func(i, j int) bool { return st.Quotas[i].Name < st.Quotas[j].Name })
+	return nil
 }
 
 // addEvents records the Events about pods, oldest first.

@@ -40,6 +40,9 @@ func Check(exp scenario.Expect, st *State, h History) []string {
 	for _, re := range exp.Reservations {
 		f.checkReservation(re, st.Reservations)
 	}
+	for _, qe := range exp.Quotas {
+		f.checkQuota(qe, st.Quotas)
+	}
 	for _, ee := range exp.Events {
 		f.checkEvent(ee, st.Events)
 	}
@@ -205,6 +208,26 @@ func (f *failures) checkReservation(re scenario.ReservationExpect, reservations 
 		f.add("reservation %s: phase %s, want %s", re.Name, found.Phase, re.Phase)
 	case re.MaxBudgetUsedMiB != nil && found.BudgetUsedMiB > *re.MaxBudgetUsedMiB:
 		f.add("reservation %s: %d MiB used, want at most %d", re.Name, found.BudgetUsedMiB, *re.MaxBudgetUsedMiB)
+	}
+}
+
+// checkQuota checks one GPUQuota's GuaranteesFit condition.
+func (f *failures) checkQuota(qe scenario.QuotaExpect, quotas []Quota) {
+	var found *Quota
+	for i, q := range quotas {
+		if q.Name == qe.Name {
+			found = &quotas[i]
+		}
+	}
+	switch {
+	case found == nil:
+		f.add("GPUQuota %s: not found", qe.Name)
+	case qe.GuaranteesFit != "" && found.GuaranteesFit != qe.GuaranteesFit:
+		f.add("GPUQuota %s: GuaranteesFit %q (%s: %s), want %s", qe.Name, found.GuaranteesFit, found.Reason, found.Message, qe.GuaranteesFit)
+	case qe.Reason != "" && found.Reason != qe.Reason:
+		f.add("GPUQuota %s: GuaranteesFit reason %q, want %s", qe.Name, found.Reason, qe.Reason)
+	case !strings.Contains(found.Message, qe.MessageContains):
+		f.add("GPUQuota %s: GuaranteesFit message does not mention %q (%s)", qe.Name, qe.MessageContains, found.Message)
 	}
 }
 

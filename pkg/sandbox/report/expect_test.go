@@ -21,6 +21,8 @@ func TestCheck(t *testing.T) {
 		},
 		Targets:      []Target{{Schedule: "ml/s", Target: "llama", Phase: "Converged"}},
 		Reservations: []Reservation{{Name: "ml/r", Phase: "Bound", BudgetUsedMiB: 2048}},
+		Quotas: []Quota{{Name: "team-b", GuaranteesFit: "False", Reason: "ExceedPool",
+			Message: "H100: guarantees 24 (team-a 8, team-b 16) exceed the 16 healthy GPUs by 8"}},
 		// ml/b-7 is gone; its Events stay.
 		Events: []PodEvent{
 			{Pod: "ml/b-7", Reason: "Checkpoint", Type: "Warning", Note: "no acknowledgement within grace 10s; evicting"},
@@ -65,6 +67,19 @@ func TestCheck(t *testing.T) {
 			want: []string{
 				`pod ml/b-7: no Reclaimed Event mentions "team-c" (evicted for team-a)`,
 				"pod ml/b-6: no Reclaimed Event",
+			},
+		},
+		"quotas": {
+			exp: scenario.Expect{Quotas: []scenario.QuotaExpect{
+				{Name: "team-b", GuaranteesFit: "False", Reason: "ExceedPool", MessageContains: "exceed the 16 healthy GPUs by 8"},
+				{Name: "team-b", GuaranteesFit: "True"},
+				{Name: "team-b", MessageContains: "by 4"},
+				{Name: "team-a"},
+			}},
+			want: []string{
+				`GPUQuota team-b: GuaranteesFit "False" (ExceedPool: H100: guarantees 24 (team-a 8, team-b 16) exceed the 16 healthy GPUs by 8), want True`,
+				`GPUQuota team-b: GuaranteesFit message does not mention "by 4" (H100: guarantees 24 (team-a 8, team-b 16) exceed the 16 healthy GPUs by 8)`,
+				"GPUQuota team-a: not found",
 			},
 		},
 		"terminating pods do not count": {

@@ -62,6 +62,8 @@ type Checkpoint struct {
 	// Targets are the DeploySchedule targets.
 	Targets      []Target      `json:"targets"`
 	Reservations []Reservation `json:"reservations"`
+	// Quotas are the GPUQuotas' GuaranteesFit conditions.
+	Quotas []Quota `json:"quotas,omitempty"`
 	// Transitions are those that began since the previous checkpoint.
 	Transitions []Transition `json:"transitions"`
 	GPUsInUse   int          `json:"gpusInUse"`
@@ -129,6 +131,16 @@ type Reservation struct {
 	GPUs           int32  `json:"gpus"`
 	BudgetUsedMiB  int64  `json:"budgetUsedMiB"`
 	BudgetTotalMiB int64  `json:"budgetTotalMiB"`
+}
+
+// Quota is one GPUQuota's GuaranteesFit condition.
+type Quota struct {
+	Name string `json:"name"`
+	// GuaranteesFit is the condition's status ("" before the controller
+	// has written one).
+	GuaranteesFit string `json:"guaranteesFit,omitempty"`
+	Reason        string `json:"reason,omitempty"`
+	Message       string `json:"message,omitempty"`
 }
 
 // Transition is the set of steps a schedule executed for one intent

@@ -206,6 +206,15 @@ func (p *problems) checkExpect(f string, exp Expect) {
 			}
 		}
 	}
+	for j, q := range exp.Quotas {
+		g := fmt.Sprintf("%s.quotas[%d]", f, j)
+		if q.Name == "" || strings.Contains(q.Name, "/") {
+			p.add(g+".name", "Invalid value: %q: want the GPUQuota's name (its tenant's namespace)", q.Name)
+		}
+		if q.GuaranteesFit != "" && !slices.Contains([]string{"True", "False", "Unknown"}, q.GuaranteesFit) {
+			p.add(g+".guaranteesFit", "Unsupported value: %q: supported values: True, False, Unknown", q.GuaranteesFit)
+		}
+	}
 	for j, e := range exp.Events {
 		g := fmt.Sprintf("%s.events[%d]", f, j)
 		if strings.Count(e.Pod, "/") != 1 {

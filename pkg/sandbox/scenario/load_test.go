@@ -56,12 +56,15 @@ nodes: [{name: n1, profile: "h100:2"}]
     expect:
       pods: [{name: a/b, annotations: {"rota.dev/": x, rota.dev/borrowed: "[H100"}}]
       events: [{pod: b-7, reason: ""}]
+      quotas: [{name: team-b/x, guaranteesFit: "false"}]
 `,
 			want: []string{
 				`events[0].checkpoint.expect.pods[0].annotations[rota.dev/]: Invalid value: "rota.dev/"`,
 				`events[0].checkpoint.expect.pods[0].annotations[rota.dev/borrowed]: Invalid value: "[H100"`,
 				`events[0].checkpoint.expect.events[0].pod: Invalid value: "b-7": want namespace/name`,
 				"events[0].checkpoint.expect.events[0].reason: Required value",
+				`events[0].checkpoint.expect.quotas[0].name: Invalid value: "team-b/x"`,
+				`events[0].checkpoint.expect.quotas[0].guaranteesFit: Unsupported value: "false"`,
 			},
 		},
 	}

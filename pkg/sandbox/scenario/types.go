@@ -106,6 +106,7 @@ type Expect struct {
 	Pods         []PodExpect         `json:"pods,omitempty"`
 	Targets      []TargetExpect      `json:"targets,omitempty"`
 	Reservations []ReservationExpect `json:"reservations,omitempty"`
+	Quotas       []QuotaExpect       `json:"quotas,omitempty"`
 	// Transitions is the number of schedule transitions since the start.
 	Transitions *int `json:"transitions,omitempty"`
 	// MaxGPUsInUse bounds the GPUs allocated at any sample since the start.
@@ -172,6 +173,18 @@ type TargetExpect struct {
 	Target   string `json:"target"`
 	Phase    string `json:"phase,omitempty"`
 	Reason   string `json:"reason,omitempty"`
+}
+
+// QuotaExpect checks one GPUQuota's GuaranteesFit condition, as the
+// GPUQuota status controller wrote it.
+type QuotaExpect struct {
+	// Name is the GPUQuota's, its tenant's namespace.
+	Name string `json:"name"`
+	// GuaranteesFit is the condition's status: True, False or Unknown.
+	GuaranteesFit string `json:"guaranteesFit,omitempty"`
+	// Reason is the condition's reason (Fits, ExceedPool, InvalidSpec).
+	Reason          string `json:"reason,omitempty"`
+	MessageContains string `json:"messageContains,omitempty"`
 }
 
 // ReservationExpect checks one GPUReservation (namespace/name).
