@@ -29,7 +29,7 @@ cat <<EOT
         on 10 H100s for a simulated week; no GPU is ever double-booked.
       - guarantee-reclaim: team-b borrows idle team-a's guaranteed H100s;
         team-a's 4-GPU gang takes them back from team-b's newest borrowers,
-        one asked to checkpoint first.
+        one asked to checkpoint first; then guarantees beyond the pool.
    Each scenario prints its report. The HTML timelines are written under
    $DEMO_DIR.
 EOT
@@ -67,7 +67,9 @@ What you saw:
     borrowers (rota.dev/borrowed); team-a's gang was placed whole once its
     newest two were evicted, b-7 after it was asked to checkpoint (its
     grace ran out: nothing acknowledges here), and team-b kept 12 GPUs.
-    The Events on the evicted pods say why, with the numbers.
+    The Events on the evicted pods say why, with the numbers. With team-b's
+    guarantee raised to 16, every GPUQuota's GuaranteesFit condition says
+    the guarantees (24) exceed the 16 H100s.
 Open the timelines in a browser (GPUs per node over time, the transitions,
 the waiting pods):
   file://$DEMO_DIR/fallback.html

@@ -54,4 +54,13 @@ func TestScenarioGuaranteeReclaim(t *testing.T) {
 	if held["team-a"] != 4 || held["team-b"] != 12 {
 		t.Errorf("after the reclaim team-a holds %d GPUs and team-b %d, want 4 and 12", held["team-a"], held["team-b"])
 	}
+
+	// Raised to 16, team-b's guarantee and team-a's 8 exceed the pool: the
+	// GPUQuota status controller says so on both, with the numbers.
+	for _, q := range checkpoint(t, rep, "guarantees-exceed-the-pool").Quotas {
+		want := "H100: guarantees 24 (team-a 8, team-b 16) exceed the 16 healthy GPUs by 8"
+		if q.GuaranteesFit != "False" || q.Message != want {
+			t.Errorf("GPUQuota %s: GuaranteesFit %s %q, want False %q", q.Name, q.GuaranteesFit, q.Message, want)
+		}
+	}
 }
