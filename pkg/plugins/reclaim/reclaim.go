@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -146,11 +147,51 @@ func (pl *Reclaim) Name() string { return Name }
 // attempt.
 func (pl *Reclaim) PostFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, m fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
 	if len(pod.Spec.ResourceClaims) > 0 {
+		if why := pl.gangIncomplete(pod); why != "" {
+			// Planned now, a reclaim would free room for the members that
+			// exist only, and hold the unit until it lapses.
+			return nil, fwk.NewStatus(fwk.Unschedulable, why)
+		}
 		if st := pl.reclaim(ctx, pod); st != nil {
 			return nil, st
 		}
 	}
 	return pl.preemption.PostFilter(ctx, cs, pod, m)
+}
+
+// gangIncomplete says why pod's gang cannot be reclaimed or preempted for
+// yet: fewer of its members exist than its rota.dev/gang-size says. ""
+// for a pod in no gang, a complete gang, or a size the Gang plugin refuses.
+func (pl *Reclaim) gangIncomplete(pod *v1.Pod) string {
+	name, ok := pod.Labels[gpuv1.GangLabel]
+	if !ok {
+		return ""
+	}
+	members, err := pl.pods.Pods(pod.Namespace).List(labels.SelectorFromSet(labels.Set{gpuv1.GangLabel: name}))
+	if err != nil {
+		return ""
+	}
+	return gangIncomplete(pod, members)
+}
+
+// gangIncomplete is (*Reclaim).gangIncomplete given the pods labelled with
+// pod's gang.
+func gangIncomplete(pod *v1.Pod, members []*v1.Pod) string {
+	name := pod.Labels[gpuv1.GangLabel]
+	size, err := strconv.Atoi(pod.Annotations[gpuv1.GangSizeAnnotation])
+	if err != nil || size <= 0 {
+		return ""
+	}
+	live := 0
+	for _, m := range members {
+		if m.DeletionTimestamp == nil {
+			live++
+		}
+	}
+	if live >= size {
+		return ""
+	}
+	return fmt.Sprintf("gang %s has %d of %d members: no reclaim or preemption until the rest are created", name, live, size)
 }
 
 // reclaim plans and starts a reclaim for pod's unit, or a preemption by

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/rota-dev/rota/pkg/events"
+	"github.com/rota-dev/rota/pkg/quotastatus"
 	reservationcontroller "github.com/rota-dev/rota/pkg/reservation/controller"
 	"github.com/rota-dev/rota/pkg/sandbox/apply"
 	"github.com/rota-dev/rota/pkg/sandbox/controlplane"
@@ -215,9 +216,9 @@ func (c *Cluster) startWorkloadControllers(ctx context.Context) (func(), error) 
 	}, nil
 }
 
-// startRotaControllers runs Rota's DeploySchedule and GPUReservation
-// controllers on the sandbox clock, as schedule-controller does: one event
-// broadcaster for both.
+// startRotaControllers runs Rota's DeploySchedule, GPUReservation and
+// GPUQuota status controllers on the sandbox clock, as schedule-controller
+// does: one event broadcaster for all.
 func (c *Cluster) startRotaControllers(ctx context.Context) (func(), error) {
 	ctx, cancel := context.WithCancel(ctx)
 	recorder, stopEvents, err := events.NewRecorder(ctx, c.Client, events.ControllerComponent)
@@ -256,6 +257,13 @@ func (c *Cluster) startRotaControllers(ctx context.Context) (func(), error) {
 	if err != nil {
 		return fail(err)
 	}
+	quotas, err := quotastatus.New(quotastatus.Options{
+		Dynamic: c.Dynamic, Clock: c.opts.Clock,
+		Informers: quotastatus.NewInformers(factory, dynFactory),
+	})
+	if err != nil {
+		return fail(err)
+	}
 	if err := c.Registry.CustomRegister(statemetrics.New(statemetrics.ListersFrom(factory, dynFactory))); err != nil {
 		return fail(fmt.Errorf("registering the state metrics: %w", err))
 	}
@@ -265,6 +273,7 @@ func (c *Cluster) startRotaControllers(ctx context.Context) (func(), error) {
 	var wg sync.WaitGroup
 	wg.Go(func() { schedules.Run(ctx, 2) })
 	wg.Go(func() { reservations.Run(ctx, 2) })
+	wg.Go(func() { quotas.Run(ctx, 1) })
 	return func() {
 		cancel()
 		wg.Wait()

@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/informers"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	eventslisters "k8s.io/client-go/listers/events/v1"
 	resourcelisters "k8s.io/client-go/listers/resource/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/component-base/metrics/legacyregistry"
@@ -26,6 +27,10 @@ type Watch struct {
 	ReplicaSets  appslisters.ReplicaSetLister
 	Schedules    cache.GenericLister
 	Reservations cache.GenericLister
+	Quotas       cache.GenericLister
+	// Events are the events.k8s.io Events (those of deleted pods too);
+	// they do not count as changes for Settle.
+	Events eventslisters.EventLister
 
 	mu         sync.Mutex
 	lastChange time.Time
@@ -45,21 +50,25 @@ func startWatch(ctx context.Context, c *Cluster) (*Watch, error) {
 	deploys := factory.Apps().V1().Deployments()
 	schedules := dynFactory.ForResource(rotav1.DeploySchedulesResource)
 	reservations := dynFactory.ForResource(rotav1.GPUReservationsResource)
+	quotas := dynFactory.ForResource(rotav1.GPUQuotasResource)
 	w.Pods, w.Claims, w.Slices, w.ReplicaSets = pods.Lister(), claims.Lister(), slices.Lister(), rs.Lister()
-	w.Schedules, w.Reservations = schedules.Lister(), reservations.Lister()
+	w.Schedules, w.Reservations, w.Quotas = schedules.Lister(), reservations.Lister(), quotas.Lister()
+	events := factory.Events().V1().Events()
+	w.Events = events.Lister()
 	handler := cache.ResourceEventHandlerFuncs{
 		AddFunc:    w.changed,
 		UpdateFunc: func(_, obj any) { w.changed(obj) },
 		DeleteFunc: w.changed,
 	}
 	var synced []cache.InformerSynced
-	for _, inf := range []cache.SharedIndexInformer{pods.Informer(), claims.Informer(), slices.Informer(), rs.Informer(), deploys.Informer(), schedules.Informer(), reservations.Informer()} {
+	for _, inf := range []cache.SharedIndexInformer{pods.Informer(), claims.Informer(), slices.Informer(), rs.Informer(), deploys.Informer(), schedules.Informer(), reservations.Informer(), quotas.Informer()} {
 		if _, err := inf.AddEventHandler(handler); err != nil {
 			cancel()
 			return nil, fmt.Errorf("watching the cluster: %w", err)
 		}
 		synced = append(synced, inf.HasSynced)
 	}
+	synced = append(synced, events.Informer().HasSynced)
 	factory.Start(ctx.Done())
 	dynFactory.Start(ctx.Done())
 	w.stop = func() {

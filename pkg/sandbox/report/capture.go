@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -26,6 +27,7 @@ type State struct {
 	Pods         []Pod
 	Targets      []Target
 	Reservations []Reservation
+	Quotas       []Quota
 	// GPUs are the published devices, by "node/device".
 	GPUs map[string]GPU
 	// Holders are the allocated devices, by "node/device".
@@ -35,6 +37,18 @@ type State struct {
 	// DoubleBooked lists every device allocated exclusively to more than
 	// one claim at once, one sentence each; it should stay empty.
 	DoubleBooked []string
+	// Events are the Events about pods, those deleted included, in the
+	// order they were first recorded.
+	Events []PodEvent
+}
+
+// PodEvent is one Event about a pod.
+type PodEvent struct {
+	// Pod is namespace/name.
+	Pod    string
+	Reason string
+	Type   string
+	Note   string
 }
 
 // Holder is who holds a device.
@@ -62,6 +76,12 @@ func Capture(w *cluster.Watch) (*State, error) {
 		return nil, err
 	}
 	if err := st.addReservations(w); err != nil {
+		return nil, err
+	}
+	if err := st.addQuotas(w); err != nil {
+		return nil, err
+	}
+	if err := st.addEvents(w); err != nil {
 		return nil, err
 	}
 	return st, nil
@@ -119,6 +139,7 @@ func (st *State) addPods(w *cluster.Watch) (map[string]*Pod, error) {
 	}
 	for _, p := range pods {
 		rp := Pod{Name: p.Namespace + "/" + p.Name, Workload: workloadOf(p, rsOwner), Node: p.Spec.NodeName, Phase: string(p.Status.Phase), Ready: podReady(p)}
+		rp.Annotations = rotaAnnotations(p)
 		if p.DeletionTimestamp != nil {
 			rp.Phase = "Terminating"
 		} else if rp.Ready {
@@ -138,6 +159,70 @@ func (st *State) addPods(w *cluster.Watch) (map[string]*Pod, error) {
 		byName[st.Pods[i].Name] = &st.Pods[i]
 	}
 	return byName, nil
+}
+
+// rotaAnnotations are p's rota.dev/ annotations but the advice; nil when
+// none.
+func rotaAnnotations(p *v1.Pod) map[string]string {
+	var out map[string]string
+	for k, v := range p.Annotations {
+		if strings.HasPrefix(k, v1alpha1.GroupName+"/") && k != gpuv1.AdviceAnnotation {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// addQuotas records the GPUQuotas' GuaranteesFit conditions, sorted.
+func (st *State) addQuotas(w *cluster.Watch) error {
+	if w.Quotas == nil {
+		return nil
+	}
+	quotas, err := w.Quotas.List(labels.Everything())
+	if err != nil {
+		return err
+	}
+	for _, obj := range quotas {
+		var q v1alpha1.GPUQuota
+		if err := fromUnstructured(obj, &q); err != nil {
+			return err
+		}
+		rq := Quota{Name: q.Name}
+		if c := meta.FindStatusCondition(q.Status.Conditions, v1alpha1.ConditionGuaranteesFit); c != nil {
+			rq.GuaranteesFit, rq.Reason, rq.Message = string(c.Status), c.Reason, c.Message
+		}
+		st.Quotas = append(st.Quotas, rq)
+	}
+	sort.Slice(st.Quotas, func(i, j int) bool { return st.Quotas[i].Name < st.Quotas[j].Name })
+	return nil
+}
+
+// addEvents records the Events about pods, oldest first.
+func (st *State) addEvents(w *cluster.Watch) error {
+	if w.Events == nil {
+		return nil
+	}
+	events, err := w.Events.List(labels.Everything())
+	if err != nil {
+		return err
+	}
+	sort.SliceStable(events, func(i, j int) bool {
+		a, b := events[i].EventTime.Time, events[j].EventTime.Time
+		if a.Equal(b) {
+			return events[i].Name < events[j].Name
+		}
+		return a.Before(b)
+	})
+	for _, e := range events {
+		if e.Regarding.Kind != "Pod" {
+			continue
+		}
+		st.Events = append(st.Events, PodEvent{Pod: e.Regarding.Namespace + "/" + e.Regarding.Name, Reason: e.Reason, Type: e.Type, Note: e.Note})
+	}
+	return nil
 }
 
 // waitingOf is why an unbound pod waits.

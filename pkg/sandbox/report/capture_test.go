@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -59,5 +60,20 @@ func TestCaptureGPUsAndHolders(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"GPU n1/gpu-0 held by claims ml/a and ml/b at once"}, st.DoubleBooked); diff != "" {
 		t.Errorf("DoubleBooked (-want +got):\n%s", diff)
+	}
+}
+
+// A pod's rota.dev/ annotations are reported, but the advice (the
+// report's waiting.advice) and other annotations are not.
+func TestRotaAnnotations(t *testing.T) {
+	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{
+		"rota.dev/borrowed": "H100=2", "rota.dev/checkpoint": "grace=5s", "rota.dev/advice": "{}", "example.com/x": "y",
+	}}}
+	want := map[string]string{"rota.dev/borrowed": "H100=2", "rota.dev/checkpoint": "grace=5s"}
+	if diff := cmp.Diff(want, rotaAnnotations(p)); diff != "" {
+		t.Errorf("annotations (-want +got):\n%s", diff)
+	}
+	if got := rotaAnnotations(&v1.Pod{}); got != nil {
+		t.Errorf("no annotations: %v, want nil", got)
 	}
 }

@@ -2,7 +2,9 @@ package report
 
 import (
 	"fmt"
+	"maps"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/rota-dev/rota/pkg/sandbox/scenario"
@@ -37,6 +39,12 @@ func Check(exp scenario.Expect, st *State, h History) []string {
 	}
 	for _, re := range exp.Reservations {
 		f.checkReservation(re, st.Reservations)
+	}
+	for _, qe := range exp.Quotas {
+		f.checkQuota(qe, st.Quotas)
+	}
+	for _, ee := range exp.Events {
+		f.checkEvent(ee, st.Events)
 	}
 	f.checkHistory(exp, h)
 	return f
@@ -89,7 +97,47 @@ func (f *failures) checkPod(pe scenario.PodExpect, p Pod) {
 			}
 		}
 	}
+	f.checkAnnotations(pe, p)
 	f.checkWaiting(pe, p)
+}
+
+// checkAnnotations checks a matching pod's annotations: each expected
+// value's glob matches, or the annotation is absent where "" is expected.
+func (f *failures) checkAnnotations(pe scenario.PodExpect, p Pod) {
+	for _, key := range slices.Sorted(maps.Keys(pe.Annotations)) {
+		want := pe.Annotations[key]
+		got, ok := p.Annotations[key]
+		switch {
+		case want == "" && ok:
+			f.add("pod %s: annotation %s is %q, want none", p.Name, key, got)
+		case want != "" && !ok:
+			f.add("pod %s: no annotation %s, want %q", p.Name, key, want)
+		case want != "":
+			if match, _ := path.Match(want, got); !match {
+				f.add("pod %s: annotation %s is %q, want %q", p.Name, key, got, want)
+			}
+		}
+	}
+}
+
+// checkEvent checks that an Event about the pod has the reason and
+// message expected.
+func (f *failures) checkEvent(ee scenario.EventExpect, events []PodEvent) {
+	var seen []string
+	for _, e := range events {
+		if e.Pod != ee.Pod || e.Reason != ee.Reason {
+			continue
+		}
+		if strings.Contains(e.Note, ee.MessageContains) {
+			return
+		}
+		seen = append(seen, e.Note)
+	}
+	if len(seen) == 0 {
+		f.add("pod %s: no %s Event", ee.Pod, ee.Reason)
+		return
+	}
+	f.add("pod %s: no %s Event mentions %q (%s)", ee.Pod, ee.Reason, ee.MessageContains, strings.Join(seen, "; "))
 }
 
 // checkWaiting checks that a pod expected to wait does, with the reason
@@ -160,6 +208,26 @@ func (f *failures) checkReservation(re scenario.ReservationExpect, reservations 
 		f.add("reservation %s: phase %s, want %s", re.Name, found.Phase, re.Phase)
 	case re.MaxBudgetUsedMiB != nil && found.BudgetUsedMiB > *re.MaxBudgetUsedMiB:
 		f.add("reservation %s: %d MiB used, want at most %d", re.Name, found.BudgetUsedMiB, *re.MaxBudgetUsedMiB)
+	}
+}
+
+// checkQuota checks one GPUQuota's GuaranteesFit condition.
+func (f *failures) checkQuota(qe scenario.QuotaExpect, quotas []Quota) {
+	var found *Quota
+	for i, q := range quotas {
+		if q.Name == qe.Name {
+			found = &quotas[i]
+		}
+	}
+	switch {
+	case found == nil:
+		f.add("GPUQuota %s: not found", qe.Name)
+	case qe.GuaranteesFit != "" && found.GuaranteesFit != qe.GuaranteesFit:
+		f.add("GPUQuota %s: GuaranteesFit %q (%s: %s), want %s", qe.Name, found.GuaranteesFit, found.Reason, found.Message, qe.GuaranteesFit)
+	case qe.Reason != "" && found.Reason != qe.Reason:
+		f.add("GPUQuota %s: GuaranteesFit reason %q, want %s", qe.Name, found.Reason, qe.Reason)
+	case !strings.Contains(found.Message, qe.MessageContains):
+		f.add("GPUQuota %s: GuaranteesFit message does not mention %q (%s)", qe.Name, qe.MessageContains, found.Message)
 	}
 }
 

@@ -62,6 +62,8 @@ type Checkpoint struct {
 	// Targets are the DeploySchedule targets.
 	Targets      []Target      `json:"targets"`
 	Reservations []Reservation `json:"reservations"`
+	// Quotas are the GPUQuotas' GuaranteesFit conditions.
+	Quotas []Quota `json:"quotas,omitempty"`
 	// Transitions are those that began since the previous checkpoint.
 	Transitions []Transition `json:"transitions"`
 	GPUsInUse   int          `json:"gpusInUse"`
@@ -82,6 +84,9 @@ type Pod struct {
 	Devices  []Device `json:"devices,omitempty"`
 	// Waiting is set for a pod the scheduler has not placed.
 	Waiting *Waiting `json:"waiting,omitempty"`
+	// Annotations are the pod's rota.dev/ annotations but the advice (in
+	// Waiting), e.g. rota.dev/borrowed and rota.dev/checkpoint-requested.
+	Annotations map[string]string `json:"annotations,omitempty"`
 }
 
 // Device is a GPU allocated to a pod's claim.
@@ -126,6 +131,16 @@ type Reservation struct {
 	GPUs           int32  `json:"gpus"`
 	BudgetUsedMiB  int64  `json:"budgetUsedMiB"`
 	BudgetTotalMiB int64  `json:"budgetTotalMiB"`
+}
+
+// Quota is one GPUQuota's GuaranteesFit condition.
+type Quota struct {
+	Name string `json:"name"`
+	// GuaranteesFit is the condition's status ("" before the controller
+	// has written one).
+	GuaranteesFit string `json:"guaranteesFit,omitempty"`
+	Reason        string `json:"reason,omitempty"`
+	Message       string `json:"message,omitempty"`
 }
 
 // Transition is the set of steps a schedule executed for one intent

@@ -292,7 +292,7 @@ func (r *runner) checkpoint(cp *scenario.Checkpoint) error {
 	now := r.clk.Now()
 	r.checkpoints = append(r.checkpoints, report.Checkpoint{
 		Name: cp.Name, Time: now, Offset: scenario.Offset(now.Sub(sc.Start)).String(),
-		Pods: nonNil(st.Pods), Targets: nonNil(st.Targets), Reservations: nonNil(st.Reservations),
+		Pods: nonNil(st.Pods), Targets: nonNil(st.Targets), Reservations: nonNil(st.Reservations), Quotas: st.Quotas,
 		Transitions: nonNil(since), GPUsInUse: st.GPUsInUse(), Failures: nonNil(failures), Passed: len(failures) == 0,
 	})
 	verdict := "as expected"

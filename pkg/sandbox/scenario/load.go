@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
 	"github.com/rota-dev/rota/pkg/driver/gpu"
@@ -195,6 +196,32 @@ func (p *problems) checkExpect(f string, exp Expect) {
 		}
 		if pe.WaitReason != "" && !slices.Contains(waits.AllReasons, waits.Reason(pe.WaitReason)) {
 			p.add(fmt.Sprintf("%s.pods[%d].waitReason", f, j), "Unsupported value: %q: supported values: %v", pe.WaitReason, waits.AllReasons)
+		}
+		for _, key := range slices.Sorted(maps.Keys(pe.Annotations)) {
+			g := fmt.Sprintf("%s.pods[%d].annotations[%s]", f, j, key)
+			if errs := validation.IsQualifiedName(key); len(errs) > 0 {
+				p.add(g, "Invalid value: %q: %s", key, strings.Join(errs, "; "))
+			} else if _, err := path.Match(pe.Annotations[key], ""); err != nil {
+				p.add(g, "Invalid value: %q: %v", pe.Annotations[key], err)
+			}
+		}
+	}
+	for j, q := range exp.Quotas {
+		g := fmt.Sprintf("%s.quotas[%d]", f, j)
+		if q.Name == "" || strings.Contains(q.Name, "/") {
+			p.add(g+".name", "Invalid value: %q: want the GPUQuota's name (its tenant's namespace)", q.Name)
+		}
+		if q.GuaranteesFit != "" && !slices.Contains([]string{"True", "False", "Unknown"}, q.GuaranteesFit) {
+			p.add(g+".guaranteesFit", "Unsupported value: %q: supported values: True, False, Unknown", q.GuaranteesFit)
+		}
+	}
+	for j, e := range exp.Events {
+		g := fmt.Sprintf("%s.events[%d]", f, j)
+		if strings.Count(e.Pod, "/") != 1 {
+			p.add(g+".pod", "Invalid value: %q: want namespace/name", e.Pod)
+		}
+		if e.Reason == "" {
+			p.add(g+".reason", "Required value")
 		}
 	}
 	for j, m := range exp.MinReady {

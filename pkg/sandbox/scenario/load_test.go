@@ -48,6 +48,25 @@ nodes: [{name: n1, profile: "h100:2"}]
 				"events[0].checkpoint.expect.minReady[0].count: Invalid value: 0",
 			},
 		},
+		"annotations and events": {
+			yaml: head + `events:
+- at: 1m
+  checkpoint:
+    name: c
+    expect:
+      pods: [{name: a/b, annotations: {"rota.dev/": x, rota.dev/borrowed: "[H100"}}]
+      events: [{pod: b-7, reason: ""}]
+      quotas: [{name: team-b/x, guaranteesFit: "false"}]
+`,
+			want: []string{
+				`events[0].checkpoint.expect.pods[0].annotations[rota.dev/]: Invalid value: "rota.dev/"`,
+				`events[0].checkpoint.expect.pods[0].annotations[rota.dev/borrowed]: Invalid value: "[H100"`,
+				`events[0].checkpoint.expect.events[0].pod: Invalid value: "b-7": want namespace/name`,
+				"events[0].checkpoint.expect.events[0].reason: Required value",
+				`events[0].checkpoint.expect.quotas[0].name: Invalid value: "team-b/x"`,
+				`events[0].checkpoint.expect.quotas[0].guaranteesFit: Unsupported value: "false"`,
+			},
+		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -77,6 +96,7 @@ events:
     expect:
       pods: [{name: team-b/b-*, waitReason: TopologyFragmentation}]
       minReady: [{workload: serving/md-llama70b, count: 1}]
+      events: [{pod: team-b/b-7, reason: Checkpoint, messageContains: acknowledged}]
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -85,7 +105,7 @@ events:
 		t.Errorf("schedulerPluginArgs.Quota = %#v", sc.SchedulerPluginArgs["Quota"])
 	}
 	exp := sc.Events[0].Checkpoint.Expect
-	if exp.Pods[0].WaitReason != "TopologyFragmentation" || exp.MinReady[0].Count != 1 {
+	if exp.Pods[0].WaitReason != "TopologyFragmentation" || exp.MinReady[0].Count != 1 || exp.Events[0].Reason != "Checkpoint" {
 		t.Errorf("expect = %+v", exp)
 	}
 }

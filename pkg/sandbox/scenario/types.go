@@ -106,6 +106,7 @@ type Expect struct {
 	Pods         []PodExpect         `json:"pods,omitempty"`
 	Targets      []TargetExpect      `json:"targets,omitempty"`
 	Reservations []ReservationExpect `json:"reservations,omitempty"`
+	Quotas       []QuotaExpect       `json:"quotas,omitempty"`
 	// Transitions is the number of schedule transitions since the start.
 	Transitions *int `json:"transitions,omitempty"`
 	// MaxGPUsInUse bounds the GPUs allocated at any sample since the start.
@@ -114,6 +115,18 @@ type Expect struct {
 	// at every sample since the previous checkpoint (since the start for
 	// the first): no downtime.
 	MinReady []ReadyExpect `json:"minReady,omitempty"`
+	// Events are Events that must have been recorded about a pod by now,
+	// whether the pod still exists or not.
+	Events []EventExpect `json:"events,omitempty"`
+}
+
+// EventExpect is an Event about a pod: at least one Event regarding the
+// pod Pod (namespace/name) with reason Reason whose message contains
+// MessageContains.
+type EventExpect struct {
+	Pod             string `json:"pod"`
+	Reason          string `json:"reason"`
+	MessageContains string `json:"messageContains,omitempty"`
 }
 
 // ReadyExpect is a lower bound on a workload's Ready pods.
@@ -147,6 +160,10 @@ type PodExpect struct {
 	// AdviceContains is looked for in the pod's unblock advice, each
 	// option as "<kind>: <summary>" (e.g. "none: ", "evict team-a/a-2").
 	AdviceContains string `json:"adviceContains,omitempty"`
+	// Annotations must hold for every matching pod: each key's value
+	// matches the glob, or, for "", the pod has no such annotation (e.g.
+	// {rota.dev/borrowed: "H100=2"}, {rota.dev/borrowed: ""}).
+	Annotations map[string]string `json:"annotations,omitempty"`
 }
 
 // TargetExpect checks one DeploySchedule target.
@@ -156,6 +173,18 @@ type TargetExpect struct {
 	Target   string `json:"target"`
 	Phase    string `json:"phase,omitempty"`
 	Reason   string `json:"reason,omitempty"`
+}
+
+// QuotaExpect checks one GPUQuota's GuaranteesFit condition, as the
+// GPUQuota status controller wrote it.
+type QuotaExpect struct {
+	// Name is the GPUQuota's, its tenant's namespace.
+	Name string `json:"name"`
+	// GuaranteesFit is the condition's status: True, False or Unknown.
+	GuaranteesFit string `json:"guaranteesFit,omitempty"`
+	// Reason is the condition's reason (Fits, ExceedPool, InvalidSpec).
+	Reason          string `json:"reason,omitempty"`
+	MessageContains string `json:"messageContains,omitempty"`
 }
 
 // ReservationExpect checks one GPUReservation (namespace/name).
