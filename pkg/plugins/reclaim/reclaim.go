@@ -18,6 +18,7 @@ import (
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	policylisters "k8s.io/client-go/listers/policy/v1"
+	"k8s.io/client-go/tools/cache"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -117,6 +118,15 @@ func Factory(caches *gpupool.Caches, live *gpuquota.Live) func(context.Context, 
 			return nil, fmt.Errorf("%s: evictor: %w", Name, err)
 		}
 		ev.Run(ctx, evictionWorkers)
+		// Reclaim and Gang read a namespace's pods; kube-scheduler's pod
+		// informer has no namespace index, and a lister without one walks
+		// every pod (and logs so).
+		podInf := h.SharedInformerFactory().Core().V1().Pods().Informer()
+		if _, ok := podInf.GetIndexer().GetIndexers()[cache.NamespaceIndex]; !ok {
+			if err := podInf.AddIndexers(cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}); err != nil {
+				return nil, fmt.Errorf("%s: pod namespace index: %w", Name, err)
+			}
+		}
 		return &Reclaim{
 			handle: h, dra: dra, caches: gpupool.CachesOrNew(caches), live: gpuquota.LiveOrNew(live),
 			pods: h.SharedInformerFactory().Core().V1().Pods().Lister(), pdbs: h.SharedInformerFactory().Policy().V1().PodDisruptionBudgets().Lister(),
