@@ -276,3 +276,40 @@ func TestPreemptionStaysWithinTenant(t *testing.T) {
 		t.Fatalf("a-low still there (%v): team-a's high-priority pod should have preempted it", err)
 	}
 }
+
+// TestGPUQuotaChangesWithoutRestart: the scheduler follows a GPUQuota as
+// the cluster admin edits it. team-a may hold 1 H100 (guaranteed 0,
+// borrowing limit 1): its second pod waits QuotaExceeded; raising the
+// borrowing limit to 2 places it, without a scheduler restart.
+func TestGPUQuotaChangesWithoutRestart(t *testing.T) {
+	cp := framework.StartControlPlane(t)
+	cp.StartClaimController(t)
+	cp.Create(t,
+		framework.Namespace("team-a"), framework.DeviceClass(),
+		framework.Node("n1"), framework.GPUSlice("n1", framework.GPUs(framework.H100, 4)...),
+	)
+	q := &rotav1.GPUQuota{
+		ObjectMeta: metav1.ObjectMeta{Name: "team-a"},
+		Spec:       rotav1.GPUQuotaSpec{Models: []rotav1.ModelQuota{{Model: "H100", Guaranteed: 0, BorrowingLimit: ptr.To[int32](1)}}},
+	}
+	u, err := gpuquota.ToUnstructured(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	quotas := cp.Dynamic.Resource(rotav1.GPUQuotasResource)
+	if _, err := quotas.Create(context.Background(), u, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cp.StartScheduler(t)
+	cp.Create(t, framework.TieredClaimTemplate("team-a", "h100", framework.ModelTier("H100")))
+	cp.Create(t, framework.GPUPod("team-a", "a-0", sched, "h100"))
+	cp.WaitForPodBound(t, "team-a", "a-0")
+	cp.Create(t, framework.GPUPod("team-a", "a-1", sched, "h100"))
+	cp.WaitForWaiting(t, "team-a", "a-1", "QuotaExceeded", "team-a holds 1 of 1 H100")
+
+	patch := []byte(`{"spec":{"models":[{"model":"H100","guaranteed":0,"borrowingLimit":2}]}}`)
+	if _, err := quotas.Patch(context.Background(), "team-a", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cp.WaitForPodBound(t, "team-a", "a-1")
+}
