@@ -172,8 +172,11 @@ func (pl *Quota) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, 
 	if tenant == nil || len(pod.Spec.ResourceClaims) == 0 {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
-	if pl.quotasSynced != nil && !pl.quotasSynced() {
-		return nil, fwk.NewStatus(fwk.Unschedulable, "Quota: the GPUQuotas are not loaded yet")
+	if pl.quotasSynced != nil && !pl.quotasSynced() && !pl.waitForQuotas(ctx) {
+		// An error, not Unschedulable: an unschedulable pod waits for an
+		// event Quota registered, and loading the GPUQuotas makes none
+		// when there are none; an error is retried after the backoff.
+		return nil, fwk.AsStatus(fmt.Errorf("%s: the GPUQuotas are not loaded yet", Name))
 	}
 	requests, err := gpupool.PodRequests(pl.dra, pod)
 	if err != nil || len(requests) == 0 {

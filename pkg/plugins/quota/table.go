@@ -130,6 +130,19 @@ func (pl *Quota) watchGPUQuotas(ctx context.Context, dyn dynamic.Interface) erro
 	return nil
 }
 
+// quotasLoadWait is how long PreFilter waits for the GPUQuotas to load
+// before it gives up on the cycle.
+const quotasLoadWait = 2 * time.Second
+
+// waitForQuotas waits up to quotasLoadWait for the GPUQuotas to load, as
+// the first cycles after the scheduler starts may come before them.
+func (pl *Quota) waitForQuotas(ctx context.Context) bool {
+	err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, quotasLoadWait, true, func(context.Context) (bool, error) {
+		return pl.quotasSynced(), nil
+	})
+	return err == nil
+}
+
 // rebuild makes the table from the args and the GPUQuotas objs.
 // pl.rebuildMu must be held.
 func (pl *Quota) rebuild(ctx context.Context, objs []any) {

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -33,6 +32,7 @@ import (
 	"github.com/rota-dev/rota/pkg/evictor"
 	"github.com/rota-dev/rota/pkg/gpupool"
 	"github.com/rota-dev/rota/pkg/gpuquota"
+	"github.com/rota-dev/rota/pkg/plugins/advisorinput"
 	"github.com/rota-dev/rota/pkg/waits"
 )
 
@@ -217,7 +217,7 @@ func (pl *Reclaim) reclaim(ctx context.Context, pod *v1.Pod) *fwk.Status {
 		// snapshot, which costs a walk of the whole pool.
 		return nil
 	}
-	b, err := pl.builder(ctx)
+	b, pods, err := pl.builder(ctx)
 	if err != nil {
 		return fwk.AsStatus(err)
 	}
@@ -231,14 +231,6 @@ func (pl *Reclaim) reclaim(ctx context.Context, pod *v1.Pod) *fwk.Status {
 			return fwk.NewStatus(fwk.Unschedulable, a.preempt)
 		}
 		return fwk.NewStatus(fwk.Unschedulable, a.detail.Describe(now, pl.gone))
-	}
-	pods := map[string]*v1.Pod{}
-	all, err := pl.pods.List(labels.Everything())
-	if err != nil {
-		return fwk.AsStatus(fmt.Errorf("list pods: %w", err))
-	}
-	for _, p := range all {
-		pods[p.Namespace+"/"+p.Name] = p
 	}
 	var p *plan
 	if guaranteed {
@@ -461,25 +453,21 @@ func later(a, b time.Time) time.Time {
 	return a
 }
 
-// builder builds the advisor's snapshot from the scheduler's informers.
-func (pl *Reclaim) builder(ctx context.Context) (*advisor.Builder, error) {
-	pool, err := gpupool.Snapshot(ctx, pl.dra, &pl.caches.Slices)
+// builder builds the advisor's snapshot from the scheduler's informers;
+// it returns the pods it read, by "namespace/name".
+func (pl *Reclaim) builder(ctx context.Context) (*advisor.Builder, map[string]*v1.Pod, error) {
+	o, err := advisorinput.Read(ctx, pl.dra, pl.caches, pl.pods, pl.pdbs)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	pods, err := pl.pods.List(labels.Everything())
+	o.Limits = pl.live.Table().Limits()
+	b, err := advisor.NewBuilder(ctx, o)
 	if err != nil {
-		return nil, fmt.Errorf("list pods: %w", err)
+		return nil, nil, err
 	}
-	pdbs, err := pl.pdbs.List(labels.Everything())
-	if err != nil {
-		return nil, fmt.Errorf("list PodDisruptionBudgets: %w", err)
+	pods := make(map[string]*v1.Pod, len(o.Pods))
+	for _, p := range o.Pods {
+		pods[p.Namespace+"/"+p.Name] = p
 	}
-	return advisor.NewBuilder(ctx, advisor.Objects{
-		Pool: pool, Classes: pl.dra.DeviceClasses(), CEL: pl.caches.CEL, Matches: pl.caches.Matches,
-		Pods: pods, PDBs: pdbs, Limits: pl.live.Table().Limits(),
-		Claim: func(ns, name string) (*resourceapi.ResourceClaim, error) {
-			return pl.dra.ResourceClaims().Get(ns, name)
-		},
-	})
+	return b, pods, nil
 }

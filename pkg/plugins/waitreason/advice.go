@@ -8,7 +8,6 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -21,7 +20,7 @@ import (
 
 	"github.com/rota-dev/rota/pkg/advisor"
 	rotav1 "github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
-	"github.com/rota-dev/rota/pkg/gpupool"
+	"github.com/rota-dev/rota/pkg/plugins/advisorinput"
 	"github.com/rota-dev/rota/pkg/reservation"
 )
 
@@ -197,23 +196,10 @@ func (pl *WaitReason) adviseOne(ctx context.Context, b *advisor.Builder, adv *ad
 // adviceBuilder builds the advisor's snapshot from the scheduler's
 // informers and the shared DRA manager.
 func (pl *WaitReason) adviceBuilder(ctx context.Context) (*advisor.Builder, error) {
-	pool, err := gpupool.Snapshot(ctx, pl.dra, &pl.caches.Slices)
+	o, err := advisorinput.Read(ctx, pl.dra, pl.caches, pl.pods, pl.pdbs)
 	if err != nil {
 		return nil, err
 	}
-	pods, err := pl.pods.List(labels.Everything())
-	if err != nil {
-		return nil, fmt.Errorf("list pods: %w", err)
-	}
-	pdbs, err := pl.pdbs.List(labels.Everything())
-	if err != nil {
-		return nil, fmt.Errorf("list PodDisruptionBudgets: %w", err)
-	}
-	return advisor.NewBuilder(ctx, advisor.Objects{
-		Pool: pool, Classes: pl.dra.DeviceClasses(), CEL: pl.caches.CEL, Matches: pl.caches.Matches,
-		Pods: pods, PDBs: pdbs, Limits: pl.caches.Limits.Get(), Releases: pl.releases(ctx, pods),
-		Claim: func(ns, name string) (*resourceapi.ResourceClaim, error) {
-			return pl.dra.ResourceClaims().Get(ns, name)
-		},
-	})
+	o.Limits, o.Releases = pl.caches.Limits.Get(), pl.releases(ctx, o.Pods)
+	return advisor.NewBuilder(ctx, o)
 }
