@@ -127,3 +127,12 @@ func TestAccountBorrowsUnguaranteedFirst(t *testing.T) {
 		t.Errorf("Unlendable for team-b = %d, want team-a's 4 idle minus its lending limit 1", got)
 	}
 }
+
+func TestTableEqual(t *testing.T) {
+	a, _ := NewTable([]*rotav1.GPUQuota{quota("team-a", rotav1.ModelQuota{Model: "H100", Guaranteed: 8})}, nil)
+	b, _ := NewTable([]*rotav1.GPUQuota{quota("team-a", rotav1.ModelQuota{Model: "H100", Guaranteed: 8})}, nil)
+	c, _ := NewTable([]*rotav1.GPUQuota{quota("team-a", rotav1.ModelQuota{Model: "H100", Guaranteed: 8, BorrowingLimit: ptr.To[int32](2)})}, nil)
+	if !a.Equal(b) || a.Equal(c) || a.Equal(nil) {
+		t.Error("Equal: same terms equal, a borrowing limit added differs, nil differs")
+	}
+}

@@ -1,6 +1,7 @@
 package gpuquota
 
 import (
+	"maps"
 	"sort"
 
 	rotav1 "github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
@@ -117,6 +118,23 @@ func TenantOf(q *rotav1.GPUQuota) *Tenant {
 		tn.Models[m.Model] = terms
 	}
 	return tn
+}
+
+// Equal reports whether two tables hold the same terms.
+func (t *Table) Equal(o *Table) bool {
+	if t == nil || o == nil {
+		return t == o
+	}
+	if len(t.tenants) != len(o.tenants) {
+		return false
+	}
+	for ns, a := range t.tenants {
+		b, ok := o.tenants[ns]
+		if !ok || a.OverLimit != b.OverLimit || !maps.Equal(a.Models, b.Models) {
+			return false
+		}
+	}
+	return true
 }
 
 // Tenant returns a namespace's terms; nil when it has none.

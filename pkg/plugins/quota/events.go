@@ -13,22 +13,14 @@ import (
 	rotav1 "github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
 )
 
-// gpuQuotasEvent is GPUQuota changes, named as kube-scheduler names a
-// custom resource it watches for plugins (<plural>.<version>.<group>).
-var gpuQuotasEvent = fwk.EventResource(rotav1.GPUQuotasResource.Resource + "." + rotav1.GPUQuotasResource.Version + "." + rotav1.GPUQuotasResource.Group)
-
 // EventsToRegister: a pod Quota rejected can fit once its tenant holds
 // fewer devices, that is when a claim of its namespace is deleted while
-// allocated or deallocated, or once a GPUQuota changes (a guarantee or a
-// limit raised).
+// allocated or deallocated. A GPUQuota change wakes the waiting pods
+// itself, once the new terms are in place (wakeWaiting).
 func (pl *Quota) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, error) {
-	events := []fwk.ClusterEventWithHint{
+	return []fwk.ClusterEventWithHint{
 		{Event: fwk.ClusterEvent{Resource: fwk.ResourceClaim, ActionType: fwk.Update | fwk.Delete}, QueueingHintFn: pl.isSchedulableAfterClaimChange},
-	}
-	if pl.quotasSynced != nil {
-		events = append(events, fwk.ClusterEventWithHint{Event: fwk.ClusterEvent{Resource: gpuQuotasEvent, ActionType: fwk.All}})
-	}
-	return events, nil
+	}, nil
 }
 
 func (pl *Quota) isSchedulableAfterClaimChange(logger klog.Logger, pod *v1.Pod, oldObj, newObj any) (fwk.QueueingHint, error) {

@@ -26,6 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/dynamic-resource-allocation/structured"
 	"k8s.io/klog/v2"
@@ -59,7 +60,11 @@ const preFilterStateKey fwk.StateKey = "PreFilter" + Name
 type Quota struct {
 	dra    fwk.SharedDRAManager
 	client kubernetes.Interface
-	args   *QuotaArgs
+	handle fwk.Handle
+	// pods are the scheduler's pods, for waking the waiting ones when the
+	// terms change.
+	pods corelisters.PodLister
+	args *QuotaArgs
 	// live holds every tenant's terms (args and GPUQuotas), swapped whole
 	// when a GPUQuota changes, and the reclaims under way; shared with the
 	// Reclaim plugin. fromArgs are the args' part of the terms.
@@ -122,7 +127,7 @@ func Factory(caches *gpupool.Caches, live *gpuquota.Live, dyn dynamic.Interface)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", Name, err)
 		}
-		pl := &Quota{dra: dra, client: h.ClientSet(), live: gpuquota.LiveOrNew(live), clock: clock.RealClock{}, args: args, fromArgs: argTenants(args), caches: gpupool.CachesOrNew(caches), claims: claims, inFlight: map[types.UID]charge{}, refused: refusalmemo.New(h), models: &tierModels{}}
+		pl := &Quota{dra: dra, client: h.ClientSet(), handle: h, pods: h.SharedInformerFactory().Core().V1().Pods().Lister(), live: gpuquota.LiveOrNew(live), clock: clock.RealClock{}, args: args, fromArgs: argTenants(args), caches: gpupool.CachesOrNew(caches), claims: claims, inFlight: map[types.UID]charge{}, refused: refusalmemo.New(h), models: &tierModels{}}
 		table, _ := gpuquota.NewTable(nil, pl.fromArgs)
 		pl.live.SetTable(table)
 		pl.caches.Limits.Set(table.Limits())

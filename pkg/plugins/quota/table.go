@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
@@ -164,7 +166,36 @@ func (pl *Quota) rebuild(ctx context.Context, objs []any) {
 	for _, q := range invalid {
 		logger.Error(gpuquota.Validate(q).ToAggregate(), "Ignoring an invalid GPUQuota", "gpuquota", klog.KObj(q))
 	}
+	old := pl.live.Table()
 	pl.live.SetTable(table)
 	pl.caches.Limits.Set(table.Limits())
-	logger.V(2).Info("Quota terms changed", "tenants", table.Namespaces())
+	if !old.Equal(table) {
+		logger.V(2).Info("Quota terms changed", "tenants", table.Namespaces())
+		pl.wakeWaiting(ctx)
+	}
+}
+
+// wakeWaiting moves every unbound pod with claims back to the active
+// queue after the terms changed: a pod Quota refused may fit now, and a
+// borrower may be refused now. It is done here, once the new table is in
+// place, rather than through a GPUQuota event kube-scheduler watches on
+// its own: that event can reach the queue before this plugin's informer
+// has rebuilt the table, and the retry would meet the old terms.
+func (pl *Quota) wakeWaiting(ctx context.Context) {
+	if pl.handle == nil || pl.pods == nil {
+		return
+	}
+	pods, err := pl.pods.List(labels.Everything())
+	if err != nil {
+		return
+	}
+	wake := map[string]*v1.Pod{}
+	for _, p := range pods {
+		if p.Spec.NodeName == "" && p.DeletionTimestamp == nil && len(p.Spec.ResourceClaims) > 0 {
+			wake[p.Namespace+"/"+p.Name] = p
+		}
+	}
+	if len(wake) > 0 {
+		pl.handle.Activate(klog.FromContext(ctx), wake)
+	}
 }

@@ -86,13 +86,13 @@ func TestSchedulerWritesOnlyItsAnnotations(t *testing.T) {
 	}, denied, "may not change a pod's labels, owners or finalizers")
 	l.hostile(t, "scheduler token rewrites an annotation that is not its own", func(ctx context.Context) error {
 		return patch(ctx, annotations(map[string]any{"team-a.example.com/owner": "mallory"}), dry)
-	}, denied, "may change only the rota.dev/wait-detail and rota.dev/advice annotations")
+	}, denied, "may change only the rota.dev/wait-detail, rota.dev/advice, rota.dev/reclaim, rota.dev/borrowed and rota.dev/checkpoint-requested annotations")
 	l.hostile(t, "scheduler token removes an annotation that is not its own", func(ctx context.Context) error {
 		return patch(ctx, annotations(map[string]any{"team-a.example.com/owner": nil}), dry)
-	}, denied, "may change only the rota.dev/wait-detail and rota.dev/advice annotations")
+	}, denied, "may change only the rota.dev/wait-detail, rota.dev/advice, rota.dev/reclaim, rota.dev/borrowed and rota.dev/checkpoint-requested annotations")
 	l.hostile(t, "scheduler token writes another rota.dev annotation", func(ctx context.Context) error {
 		return patch(ctx, annotations(map[string]any{gpuv1.TierAnnotation: "H100"}), dry)
-	}, denied, "may change only the rota.dev/wait-detail and rota.dev/advice annotations")
+	}, denied, "may change only the rota.dev/wait-detail, rota.dev/advice, rota.dev/reclaim, rota.dev/borrowed and rota.dev/checkpoint-requested annotations")
 
 	// Leases: its own it creates and renews; the schedule controller's, in
 	// the same namespace, it may not touch.
