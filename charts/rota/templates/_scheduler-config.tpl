@@ -29,6 +29,7 @@ profiles:
       - name: PrioritySort
     preFilter:
       enabled:
+      - name: WaitReason
       - name: Fairness
     filter:
       enabled:
@@ -39,6 +40,9 @@ profiles:
     preBind:
       enabled:
       - name: Tiering
+    reserve:
+      enabled:
+      - name: WaitReason
     postFilter:
       enabled:
       - name: Reclaim

@@ -18,7 +18,10 @@ import (
 // placement is undone: a Reserve plugin refused the node, or the binding
 // cycle failed (Permit, PreBind, Bind). PostFilter, which classifies
 // failed attempts, runs for neither.
+// It counts as a change for reused verdicts (reuse.go): the claims
+// DynamicResources reserves in this cycle are allocated from now on.
 func (pl *WaitReason) Reserve(context.Context, fwk.CycleState, *v1.Pod, string) *fwk.Status {
+	pl.changes.Add(1)
 	return nil
 }
 
@@ -28,6 +31,7 @@ func (pl *WaitReason) Reserve(context.Context, fwk.CycleState, *v1.Pod, string) 
 // when none did. It counts it in rota_admission_waits_total like any
 // other failed attempt. A gang member's wait is the Gang plugin's.
 func (pl *WaitReason) Unreserve(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, node string) {
+	pl.changes.Add(1)
 	if _, gang := pod.Labels[gpuv1.GangLabel]; gang {
 		return
 	}

@@ -10,16 +10,13 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	resourceapi "k8s.io/api/resource/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	policylisters "k8s.io/client-go/listers/policy/v1"
 	"k8s.io/client-go/tools/cache"
@@ -68,6 +65,15 @@ type WaitReason struct {
 	adviceClock clock.PassiveClock
 	schedules   cache.GenericLister
 	owners      *reservation.Owners
+	// claimIndex is the claim informer's store, with claimsByDeviceIndex.
+	claimIndex cache.Indexer
+	// candidates are the devices each tier's selectors accept in the
+	// current slice view.
+	candidates waits.CandidateCache
+	// changes counts the events a classification depends on, verdicts
+	// keeps each waiting pod's last one (reuse.go).
+	changes  atomic.Uint64
+	verdicts *verdicts
 }
 
 // New builds the plugin, with caches of its own. It takes no args.
@@ -117,8 +123,17 @@ func newWithClock(ctx context.Context, h fwk.Handle, clk clock.PassiveClock, cac
 		causes:      causes,
 		metrics:     registerMetrics(),
 		advice:      newAdviceQueue(),
+		verdicts:    newVerdicts(),
 	}
 	pl.waiting = newWaitingPods(clk, pl.metrics)
+	claims := h.SharedInformerFactory().Resource().V1().ResourceClaims().Informer()
+	if err := addClaimIndex(claims); err != nil {
+		return nil, fmt.Errorf("%s: %w", Name, err)
+	}
+	pl.claimIndex = claims.GetIndexer()
+	if err := pl.watchChanges(h); err != nil {
+		return nil, fmt.Errorf("%s: watch changes: %w", Name, err)
+	}
 	_, err := h.SharedInformerFactory().Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		DeleteFunc: func(obj any) {
 			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
@@ -128,6 +143,7 @@ func newWithClock(ctx context.Context, h fwk.Handle, clk clock.PassiveClock, cac
 				pl.writer.Forget(p.Namespace, p.Name)
 				pl.causes.Forget(p.UID)
 				pl.waiting.deleted(p.UID)
+				pl.verdicts.forget(p.UID)
 			}
 		},
 	})
@@ -171,7 +187,10 @@ func (pl *WaitReason) PostFilter(ctx context.Context, cs fwk.CycleState, pod *v1
 	return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("%s: %s", v.Reason, v.Message))
 }
 
-// classify gathers what the attempt says and runs waits.Classify on it.
+// classify gathers what the attempt says and runs waits.Classify on it,
+// or reuses the pod's last verdict when nothing it depends on changed
+// (reuse.go). Devices are counted from the cycle's inventory, only on the
+// nodes that have a device some tier of the pod accepts.
 func (pl *WaitReason) classify(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, statuses fwk.NodeToStatusReader) (waits.Verdict, error) {
 	nodes, err := pl.handle.SnapshotSharedLister().NodeInfos().List()
 	if err != nil {
@@ -201,21 +220,50 @@ func (pl *WaitReason) classify(ctx context.Context, cs fwk.CycleState, pod *v1.P
 	if err != nil {
 		return waits.Verdict{}, err
 	}
-	pool, err := gpupool.CycleSnapshot(ctx, cs, pl.dra, &pl.caches.Slices)
+	inv, err := gpupool.CycleInventory(ctx, cs, pl.dra, &pl.caches.Slices)
 	if err != nil {
 		return waits.Verdict{}, err
 	}
-	prio := podPriority(pod)
-	holders := &holderInfo{pods: pl.pods, pdbs: pl.pdbs}
-	for _, r := range requests {
-		var tiers []waits.TierCounts
+	// Each tier's matcher, or the error that names why it has none.
+	matchers := make([][]*gpupool.Matcher, len(requests))
+	matchErrs := make([][]error, len(requests))
+	key := reuseKey{view: inv.Slices, gang: gangOf(pod)}
+	for ri, r := range requests {
+		matchers[ri] = make([]*gpupool.Matcher, len(r.Tiers))
+		matchErrs[ri] = make([]error, len(r.Tiers))
 		for i := range r.Tiers {
 			m, err := gpupool.NewMatcher(pl.dra.DeviceClasses(), pl.caches.CEL, pl.caches.Matches, r.Tiers[i])
 			if err != nil {
-				tiers = append(tiers, waits.TierCounts{Label: waits.TierLabel(r, i) + " (" + err.Error() + ")", Need: int(r.Tiers[i].Count)})
+				matchErrs[ri][i] = err
+				key.matchers = append(key.matchers, "error: "+err.Error())
 				continue
 			}
-			tc := waits.CountTier(ctx, pool, m, r, i, prio, pod.Namespace, holders)
+			matchers[ri][i] = m
+			key.matchers = append(key.matchers, m.Key())
+		}
+	}
+	key.attemptKey(&a, dra)
+	changes, reusable := changesOf(cs)
+	key.changes = changes
+	if reusable {
+		if v, ok := pl.verdicts.get(pod.UID, &key); ok {
+			return v, nil
+		}
+	}
+	pl.verdicts.counted.Add(1)
+	prio := podPriority(pod)
+	holders := newHolderInfo(pl.pods, pl.pdbs)
+	held := newClaimHolders(pl.claimIndex, pl.dra.ResourceClaims())
+	for ri, r := range requests {
+		var tiers []waits.TierCounts
+		for i := range r.Tiers {
+			m := matchers[ri][i]
+			if m == nil {
+				tiers = append(tiers, waits.TierCounts{Label: waits.TierLabel(r, i) + " (" + matchErrs[ri][i].Error() + ")", Need: int(r.Tiers[i].Count)})
+				continue
+			}
+			cands := pl.candidates.Get(ctx, inv.Slices, m)
+			tc := waits.CountCandidates(inv, cands, r, i, prio, pod.Namespace, holders, held)
 			for node, free := range tc.Free {
 				if free >= tc.Need && dra[node] {
 					a.DeviceConstraintNodes = append(a.DeviceConstraintNodes, node)
@@ -234,6 +282,9 @@ func (pl *WaitReason) classify(ctx context.Context, cs fwk.CycleState, pod *v1.P
 		v = waits.Verdict{Reason: waits.GangIncomplete, Unresolvable: v.Unresolvable, Detail: detail,
 			Message: fmt.Sprintf("gang %s cannot be admitted whole: %s: %s", g, v.Reason, v.Message)}
 	}
+	if reusable {
+		pl.verdicts.put(pod.UID, key, v)
+	}
 	return v, nil
 }
 
@@ -244,71 +295,11 @@ func podPriority(pod *v1.Pod) int32 {
 	return 0
 }
 
-// holderInfo answers the classifier's questions from the scheduler's
-// informers.
-type holderInfo struct {
-	pods corelisters.PodLister
-	pdbs policylisters.PodDisruptionBudgetLister
-}
-
-func (h *holderInfo) Priority(key types.NamespacedName) (int32, bool) {
-	p, err := h.pods.Pods(key.Namespace).Get(key.Name)
-	if err != nil {
-		return 0, false
-	}
-	return podPriority(p), true
-}
-
-// Pinned reports whether a PodDisruptionBudget selecting the pod allows
-// no disruption: minAvailable (a number) at or above the running pods it
-// selects, or maxUnavailable 0. It reads the budget's spec, so it does not
-// depend on the disruption controller having updated its status.
-func (h *holderInfo) Pinned(key types.NamespacedName) bool {
-	pod, err := h.pods.Pods(key.Namespace).Get(key.Name)
-	if err != nil {
-		return false
-	}
-	budgets, err := h.pdbs.PodDisruptionBudgets(key.Namespace).List(labels.Everything())
-	if err != nil {
-		return false
-	}
-	for _, b := range budgets {
-		if pinnedBy(b, pod, h.pods) {
-			return true
-		}
-	}
-	return false
-}
-
-func pinnedBy(b *policyv1.PodDisruptionBudget, pod *v1.Pod, pods corelisters.PodLister) bool {
-	sel, err := metav1.LabelSelectorAsSelector(b.Spec.Selector)
-	if err != nil || sel.Empty() || !sel.Matches(labels.Set(pod.Labels)) {
-		return false
-	}
-	if mu := b.Spec.MaxUnavailable; mu != nil && mu.Type == intstr.Int && mu.IntVal == 0 {
-		return true
-	}
-	ma := b.Spec.MinAvailable
-	if ma == nil || ma.Type != intstr.Int {
-		return false
-	}
-	selected, err := pods.Pods(pod.Namespace).List(sel)
-	if err != nil {
-		return false
-	}
-	running := 0
-	for _, p := range selected {
-		if p.Spec.NodeName != "" && p.DeletionTimestamp == nil {
-			running++
-		}
-	}
-	return running <= int(ma.IntVal)
-}
-
 // PostBind clears the waiting condition and records admission metrics:
 // time from creation to binding, and whether a tiered claim fell back.
 func (pl *WaitReason) PostBind(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, nodeName string) {
 	pl.causes.Forget(pod.UID)
+	pl.verdicts.forget(pod.UID)
 	pl.waiting.placed(pod.UID)
 	pl.writer.Placed(pod, nodeName)
 	pl.metrics.timeToAdmission.WithLabelValues(pod.Namespace).Observe(pl.clock.Since(pod.CreationTimestamp.Time).Seconds())
