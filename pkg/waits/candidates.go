@@ -20,6 +20,12 @@ type Candidates struct {
 	Nodes []string
 	// ByNode are each of those nodes' matching devices, in the view's order.
 	ByNode map[string][]gpupool.NodeDevice
+	// Rejecting are, for each node of the view without a matching device,
+	// the first selector that rejected one of its devices ("" when it has
+	// none) and its devices' models: what Tiering says of such a node.
+	Rejecting map[string]NodeRejection
+	// Err is the first selector error (a selector that does not compile).
+	Err error
 	// name is the model of the first matching device ("" for none).
 	name string
 	// otherModel and unmet are TierCounts.OtherModel and Unmet.
@@ -27,16 +33,34 @@ type Candidates struct {
 	unmet      map[string]int
 }
 
+// NodeRejection is what a tier's selectors say of a node none of whose
+// devices they accept.
+type NodeRejection struct {
+	// FirstFailing is the selector that rejected the node's first device
+	// (as gpupool.Matcher.FirstFailing names it).
+	FirstFailing string
+	// Models are the models of the node's devices.
+	Models map[string]bool
+}
+
 // FindCandidates evaluates m on every node-local device of slices, once.
 func FindCandidates(ctx context.Context, slices *gpupool.Slices, m *gpupool.Matcher) *Candidates {
-	c := &Candidates{ByNode: map[string][]gpupool.NodeDevice{}}
+	c := &Candidates{ByNode: map[string][]gpupool.NodeDevice{}, Rejecting: map[string]NodeRejection{}}
 	var rejected []rejectedDevice
 	models := map[string]bool{}
 	for _, node := range slices.Nodes {
+		nr := NodeRejection{Models: map[string]bool{}}
 		for _, nd := range slices.ByNode[node] {
 			driver := nd.ID.Driver.String()
 			model := gpupool.StringAttribute(nd.Device, driver, gpuv1.AttributeModel)
+			nr.Models[model] = true
 			if failing, err := m.FirstFailing(ctx, driver, nd.Device); err != nil || failing != "" {
+				if err != nil && c.Err == nil {
+					c.Err = err
+				}
+				if nr.FirstFailing == "" {
+					nr.FirstFailing = failing
+				}
 				if err == nil && !strings.HasPrefix(failing, gpupool.ClassSelectorPrefix) {
 					rejected = append(rejected, rejectedDevice{model: model, selector: failing})
 				}
@@ -50,6 +74,9 @@ func FindCandidates(ctx context.Context, slices *gpupool.Slices, m *gpupool.Matc
 				c.Nodes = append(c.Nodes, node)
 			}
 			c.ByNode[node] = append(c.ByNode[node], nd)
+		}
+		if _, matched := c.ByNode[node]; !matched {
+			c.Rejecting[node] = nr
 		}
 	}
 	var tc TierCounts
@@ -65,7 +92,7 @@ const maxCachedCandidates = 256
 
 // CandidateCache keeps the Candidates of each matcher (by its Key) for the
 // last slice view seen; a new view empties it. The zero value is ready to
-// use.
+// use; a nil cache finds the candidates every time.
 type CandidateCache struct {
 	mu    sync.Mutex
 	view  *gpupool.Slices
@@ -74,6 +101,9 @@ type CandidateCache struct {
 
 // Get returns the candidates of m in slices, finding them on first use.
 func (c *CandidateCache) Get(ctx context.Context, slices *gpupool.Slices, m *gpupool.Matcher) *Candidates {
+	if c == nil {
+		return FindCandidates(ctx, slices, m)
+	}
 	key := m.Key()
 	c.mu.Lock()
 	if c.view != slices || len(c.byKey) >= maxCachedCandidates {

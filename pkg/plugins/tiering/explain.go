@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
@@ -113,6 +114,10 @@ func (pl *Tiering) PostFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Po
 	return nil, fwk.NewStatus(fwk.Unschedulable, msg)
 }
 
+// summarizeTier judges the tier on every node. A node with a device the
+// tier's selectors accept is judged from the cycle's inventory, on those
+// devices only; any other node's verdict depends on its published devices
+// alone, so it is judged once per slice view (staticVerdicts).
 func (pl *Tiering) summarizeTier(ctx context.Context, inv *gpupool.Inventory, nodes []fwk.NodeInfo, statuses fwk.NodeToStatusReader, tier gpupool.Tier, namespace string) (tierSummary, error) {
 	sum := tierSummary{nodes: len(nodes), reasons: map[string]int{}}
 	m, err := pl.matcherFor(tier)
@@ -122,13 +127,24 @@ func (pl *Tiering) summarizeTier(ctx context.Context, inv *gpupool.Inventory, no
 		pl.metrics.rejections.WithLabelValues("constraint").Add(float64(len(nodes)))
 		return sum, nil //nolint:nilerr // reported in the message
 	}
+	cands := pl.candidates.Get(ctx, inv.Slices, m)
+	if cands.Err != nil {
+		return sum, cands.Err
+	}
+	static := pl.static.of(cands)
+	byMetric := map[string]int{}
 	for _, ni := range nodes {
-		v, err := pl.judgeTier(ctx, inv, ni.Node().Name, tier, m, namespace)
-		if err != nil {
-			return sum, err
+		name := ni.Node().Name
+		var v tierVerdict
+		if devices, ok := cands.ByNode[name]; ok {
+			v = judgeCandidates(inv, name, devices, tier, namespace)
+		} else if sv, ok := static[name]; ok {
+			v = sv
+		} else {
+			v = rejectionVerdict(waits.NodeRejection{}) // no slices: no devices published
 		}
 		if v.reason == "" {
-			st := statuses.Get(ni.Node().Name)
+			st := statuses.Get(name)
 			switch {
 			case st == nil || st.IsSuccess():
 				sum.available++
@@ -140,37 +156,70 @@ func (pl *Tiering) summarizeTier(ctx context.Context, inv *gpupool.Inventory, no
 			}
 		}
 		sum.reasons[v.reason]++
-		pl.metrics.rejections.WithLabelValues(v.metric).Inc()
+		byMetric[v.metric]++
+	}
+	for metric, n := range byMetric {
+		pl.metrics.rejections.WithLabelValues(metric).Add(float64(n))
 	}
 	return sum, nil
 }
 
-// judgeTier decides whether the node has enough free, untainted devices
-// for the tier, and if not, the reason that explains most of the gap. A
-// device is free as the allocator sees it: a whole one unallocated, a
-// shared one (consumable memory) with room for what the tier consumes. A
-// device only a reservation's taint keeps the claim off counts as
-// reserved, whether its members use it or not; one that is also unhealthy
-// counts as tainted.
-func (pl *Tiering) judgeTier(ctx context.Context, inv *gpupool.Inventory, node string, tier gpupool.Tier, m *gpupool.Matcher, namespace string) (tierVerdict, error) {
-	c := deviceCounts{models: map[string]bool{}, namespace: namespace}
-	for _, nd := range inv.ByNode[node] {
-		dev := inv.DeviceOf(node, nd)
-		d := &dev
-		c.models[gpupool.StringAttribute(d.Device, d.ID.Driver.String(), gpuv1.AttributeModel)] = true
-		f, err := m.FirstFailing(ctx, d.ID.Driver.String(), d.Device)
-		if err != nil {
-			return tierVerdict{}, err
-		}
-		if f != "" {
-			if c.failing == "" {
-				c.failing = f
-			}
-			continue
-		}
-		c.add(d, tier)
+// judgeCandidates decides whether the node has enough free, untainted
+// devices among devices, the tier's candidates on it, and if not, the
+// reason that explains most of the gap. A device is free as the allocator
+// sees it: a whole one unallocated, a shared one (consumable memory) with
+// room for what the tier consumes. A device only a reservation's taint
+// keeps the claim off counts as reserved, whether its members use it or
+// not; one that is also unhealthy counts as tainted.
+func judgeCandidates(inv *gpupool.Inventory, node string, devices []gpupool.NodeDevice, tier gpupool.Tier, namespace string) tierVerdict {
+	c := deviceCounts{namespace: namespace}
+	for _, nd := range devices {
+		d := inv.DeviceOf(node, nd)
+		c.add(&d, tier)
 	}
-	return c.verdict(tier), nil
+	return c.verdict(tier)
+}
+
+// rejectionVerdict is the verdict on a node none of whose devices the
+// tier's selectors accept.
+func rejectionVerdict(r waits.NodeRejection) tierVerdict {
+	c := deviceCounts{failing: r.FirstFailing, models: r.Models}
+	return c.verdict(gpupool.Tier{})
+}
+
+// staticVerdicts keeps, per tier's candidates (so per slice view and
+// selectors), the verdicts on the nodes without a candidate.
+type staticVerdicts struct {
+	mu      sync.Mutex
+	byCands map[*waits.Candidates]map[string]tierVerdict
+}
+
+// of returns the verdicts of cands' rejecting nodes, judged on first use
+// (every time with a nil s).
+func (s *staticVerdicts) of(cands *waits.Candidates) map[string]tierVerdict {
+	if s == nil {
+		return judgeRejecting(cands)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if v, ok := s.byCands[cands]; ok {
+		return v
+	}
+	if s.byCands == nil || len(s.byCands) >= 256 {
+		// Candidates of an older slice view are never asked for again.
+		s.byCands = map[*waits.Candidates]map[string]tierVerdict{}
+	}
+	v := judgeRejecting(cands)
+	s.byCands[cands] = v
+	return v
+}
+
+func judgeRejecting(cands *waits.Candidates) map[string]tierVerdict {
+	v := make(map[string]tierVerdict, len(cands.Rejecting))
+	for node, r := range cands.Rejecting {
+		v[node] = rejectionVerdict(r)
+	}
+	return v
 }
 
 // modelSelector finds the model a selector asks for:

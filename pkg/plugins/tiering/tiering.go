@@ -33,6 +33,7 @@ import (
 
 	"github.com/rota-dev/rota/pkg/gpupool"
 	"github.com/rota-dev/rota/pkg/plugins/cyclestate"
+	"github.com/rota-dev/rota/pkg/waits"
 )
 
 // Name is the plugin's name in KubeSchedulerConfiguration.
@@ -73,6 +74,11 @@ type Tiering struct {
 	caches *gpupool.Caches
 	// pools reads the granted devices' pools for the health recheck.
 	pools *poolDevices
+	// candidates and static are what PostFilter's explanation reuses from
+	// one cycle to the next while the slices stay the same: the devices
+	// each tier's selectors accept, and the verdicts on the nodes with none.
+	candidates *waits.CandidateCache
+	static     *staticVerdicts
 }
 
 // New builds the plugin from the profile's args, with caches of its own.
@@ -107,14 +113,16 @@ func Factory(caches *gpupool.Caches) func(context.Context, runtime.Object, fwk.H
 		}
 		klog.FromContext(ctx).V(2).Info("Tiering plugin configured", "policyVersion", args.PolicyVersion)
 		return &Tiering{
-			pools:    pools,
-			handle:   h,
-			args:     args,
-			dra:      dra,
-			features: dynamicresources.AllocatorFeatures(schedulerFeatures()),
-			caches:   shared,
-			metrics:  registerMetrics(),
-			nodes:    h.SharedInformerFactory().Core().V1().Nodes().Lister(),
+			pools:      pools,
+			candidates: &waits.CandidateCache{},
+			static:     &staticVerdicts{},
+			handle:     h,
+			args:       args,
+			dra:        dra,
+			features:   dynamicresources.AllocatorFeatures(schedulerFeatures()),
+			caches:     shared,
+			metrics:    registerMetrics(),
+			nodes:      h.SharedInformerFactory().Core().V1().Nodes().Lister(),
 		}, nil
 	}
 }
