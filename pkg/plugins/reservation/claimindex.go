@@ -6,19 +6,20 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/dynamic-resource-allocation/structured"
 
 	gpuv1 "github.com/rota-dev/rota/pkg/apis/gpu/v1alpha1"
 	rotav1 "github.com/rota-dev/rota/pkg/apis/rota/v1alpha1"
+	"github.com/rota-dev/rota/pkg/gpupool"
 	rsv "github.com/rota-dev/rota/pkg/reservation"
 )
 
 // Indexes the plugin adds to the scheduler's ResourceClaim informer, so
 // that the VRAM budget of a reservation is summed from the claims that can
-// hold its GPUs instead of from every claim in the cluster.
+// hold its GPUs instead of from every claim in the cluster: gpupool's
+// ClaimsByDeviceIndex, which files a claim under each device its written
+// allocation holds, and claimsByToleranceIndex.
 const (
-	// claimsByDeviceIndex files a claim under each gpu.rota.dev device its
-	// written allocation holds (pool/device).
-	claimsByDeviceIndex = "rota-reservation-claims-by-device"
 	// claimsByToleranceIndex files a claim under each reservation it
 	// tolerates (<namespace>.<name>, the taint's value), and under
 	// toleratesAnyKey when a toleration matches every taint. The allocator
@@ -32,30 +33,14 @@ const (
 // wildcard toleration; no reservation's taint value has this form.
 const toleratesAnyKey = "*"
 
-// claimIndexers are the indexers of claimsByDeviceIndex and
+// claimIndexers are the indexers of gpupool.ClaimsByDeviceIndex and
 // claimsByToleranceIndex.
 func claimIndexers() cache.Indexers {
-	return cache.Indexers{claimsByDeviceIndex: claimDevices, claimsByToleranceIndex: claimTolerations}
+	return cache.Indexers{gpupool.ClaimsByDeviceIndex: gpupool.ClaimDeviceKeys, claimsByToleranceIndex: claimTolerations}
 }
 
-func deviceKey(g rsv.HeldGPU) string { return g.Pool + "/" + g.Device }
-
-// claimDevices is the index function of claimsByDeviceIndex.
-func claimDevices(obj any) ([]string, error) {
-	c, ok := obj.(*resourceapi.ResourceClaim)
-	if !ok {
-		return nil, fmt.Errorf("indexing claims by device: unexpected object %T", obj)
-	}
-	if c.Status.Allocation == nil {
-		return nil, nil
-	}
-	keys := sets.New[string]()
-	for _, r := range c.Status.Allocation.Devices.Results {
-		if r.Driver == gpuv1.DriverName {
-			keys.Insert(deviceKey(rsv.HeldGPU{Pool: r.Pool, Device: r.Device}))
-		}
-	}
-	return sets.List(keys), nil
+func deviceKey(g rsv.HeldGPU) string {
+	return gpupool.DeviceKey(structured.MakeDeviceID(gpuv1.DriverName, g.Pool, g.Device))
 }
 
 // claimTolerations is the index function of claimsByToleranceIndex. A
@@ -109,7 +94,7 @@ func claimsNear(idx cache.Indexer, res *rotav1.GPUReservation, held map[rsv.Held
 		return nil
 	}
 	for g := range held {
-		if err := add(claimsByDeviceIndex, deviceKey(g)); err != nil {
+		if err := add(gpupool.ClaimsByDeviceIndex, deviceKey(g)); err != nil {
 			return nil, err
 		}
 	}

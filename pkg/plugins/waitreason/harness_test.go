@@ -131,7 +131,7 @@ func newWorld(tb testing.TB, nodes int) *world {
 	tb.Helper()
 	w := &world{
 		tracker:  &fakeTracker{claims: map[string]*resourceapi.ResourceClaim{}},
-		claims:   cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{claimsByDeviceIndex: claimDeviceKeys}),
+		claims:   cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{gpupool.ClaimsByDeviceIndex: gpupool.ClaimDeviceKeys}),
 		pods:     cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}),
 		statuses: framework.NewDefaultNodeToStatus(),
 	}

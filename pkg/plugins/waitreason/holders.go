@@ -1,59 +1,24 @@
 package waitreason
 
 import (
-	"fmt"
-
 	v1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/util/sets"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	policylisters "k8s.io/client-go/listers/policy/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/dynamic-resource-allocation/structured"
 	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/rota-dev/rota/pkg/gpupool"
 )
 
-// claimsByDeviceIndex is the index WaitReason adds to the scheduler's
-// ResourceClaim informer: a claim filed under each device its written
-// allocation holds (structured.DeviceID's "driver/pool/device"), so that
-// the pods holding a device are found without listing every claim.
-const claimsByDeviceIndex = "rota-waitreason-claims-by-device"
-
-// claimDeviceKeys is the index function of claimsByDeviceIndex.
-func claimDeviceKeys(obj any) ([]string, error) {
-	c, ok := obj.(*resourceapi.ResourceClaim)
-	if !ok {
-		return nil, fmt.Errorf("indexing claims by device: unexpected object %T", obj)
-	}
-	if c.Status.Allocation == nil {
-		return nil, nil
-	}
-	keys := sets.New[string]()
-	for _, r := range c.Status.Allocation.Devices.Results {
-		keys.Insert(structured.MakeDeviceID(r.Driver, r.Pool, r.Device).String())
-	}
-	return sets.List(keys), nil
-}
-
-// addClaimIndex adds claimsByDeviceIndex to the claim informer unless it
-// has it (another profile's plugin shares the informer).
-func addClaimIndex(inf cache.SharedIndexInformer) error {
-	if _, ok := inf.GetIndexer().GetIndexers()[claimsByDeviceIndex]; ok {
-		return nil
-	}
-	if err := inf.AddIndexers(cache.Indexers{claimsByDeviceIndex: claimDeviceKeys}); err != nil {
-		return fmt.Errorf("adding the claims-by-device index: %w", err)
-	}
-	return nil
-}
-
 // claimHolders answers waits.HolderIndex for one classification: the pods
-// the claims holding a device are reserved for. The index finds the claims
+// the claims holding a device are reserved for. gpupool.ClaimsByDeviceIndex
+// on the claim informer finds the claims
 // by their written allocation; the claim tracker gives each as the
 // scheduler sees it now. A claim whose allocation is not written yet (in
 // flight in this scheduler) has no holder to name: its pod is still being
@@ -72,7 +37,7 @@ func newClaimHolders(idx cache.Indexer, claims fwk.ResourceClaimTracker) *claimH
 
 // HoldersOf implements waits.HolderIndex.
 func (h *claimHolders) HoldersOf(id structured.DeviceID) []types.NamespacedName {
-	keys, err := h.idx.IndexKeys(claimsByDeviceIndex, id.String())
+	keys, err := h.idx.IndexKeys(gpupool.ClaimsByDeviceIndex, gpupool.DeviceKey(id))
 	if err != nil {
 		return nil
 	}

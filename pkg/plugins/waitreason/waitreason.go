@@ -65,7 +65,7 @@ type WaitReason struct {
 	adviceClock clock.PassiveClock
 	schedules   cache.GenericLister
 	owners      *reservation.Owners
-	// claimIndex is the claim informer's store, with claimsByDeviceIndex.
+	// claimIndex is the claim informer's store, with gpupool.ClaimsByDeviceIndex.
 	claimIndex cache.Indexer
 	// candidates are the devices each tier's selectors accept in the
 	// current slice view.
@@ -127,7 +127,7 @@ func newWithClock(ctx context.Context, h fwk.Handle, clk clock.PassiveClock, cac
 	}
 	pl.waiting = newWaitingPods(clk, pl.metrics)
 	claims := h.SharedInformerFactory().Resource().V1().ResourceClaims().Informer()
-	if err := addClaimIndex(claims); err != nil {
+	if err := gpupool.AddClaimsByDeviceIndex(claims); err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
 	pl.claimIndex = claims.GetIndexer()
