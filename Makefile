@@ -208,7 +208,8 @@ bin/etcd: go.mod go.sum
 # goals met or missed.
 # BENCH_LABELS picks workloads by label: performance (default: the 500-node
 # runs), scale (MixedGPUs 40 to 2,000 nodes, BusyH100 40 and 500;
-# bench-scheduler-scale), small (40 nodes), large (1,000 and 2,000), huge
+# bench-scheduler-scale), small (40 nodes), smoke (CI's: the four families
+# at 120 nodes), large (1,000 and 2,000), huge
 # (5,000 nodes), busy (BusyH100), issue39 (1,000 and 5,000 nodes of
 # MixedGPUs, BusyH100, Fallback, MixedReservations; bench-scheduler-ahead);
 # "a,b" needs both, "-a" excludes. BENCH_FLAGS passes more flags

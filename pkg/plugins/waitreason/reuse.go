@@ -134,7 +134,7 @@ func entryHash(kind, node, reason string) uint64 {
 		for i := 0; i < len(part); i++ {
 			h = (h ^ uint64(part[i])) * prime
 		}
-		h = (h ^ 0) * prime
+		h *= prime // the separator: XOR with 0 leaves h as it is
 	}
 	return h
 }
