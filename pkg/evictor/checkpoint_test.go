@@ -19,12 +19,7 @@ func TestEvictHTTPAcknowledged(t *testing.T) {
 	decl := fmt.Sprintf("grace=90s,http=%d/checkpoint", srv.port(t))
 	f := newFixture(t, nil, victimPod(decl))
 	res, err := f.start(victim())()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := (Result{Checkpoint: Acknowledged, Eviction: Evicted}); res != want {
-		t.Errorf("result = %+v, want %+v", res, want)
-	}
+	f.checkResult(res, err, Result{Checkpoint: Acknowledged, Eviction: Evicted})
 	ep := fmt.Sprintf("%d/checkpoint", srv.port(t))
 	f.checkEvents(
 		"Normal Reclaiming "+reason+"; asking it to checkpoint within 1m30s (annotation rota.dev/checkpoint-requested, POST to port "+ep+")",
@@ -78,12 +73,7 @@ func TestEvictAnnotationAcknowledged(t *testing.T) {
 	f.step(checkpointTimers, 2*time.Second)
 
 	res, err := done()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := (Result{Checkpoint: Acknowledged, Eviction: Evicted, Waited: 4 * time.Second}); res != want {
-		t.Errorf("result = %+v, want %+v", res, want)
-	}
+	f.checkResult(res, err, Result{Checkpoint: Acknowledged, Eviction: Evicted, Waited: 4 * time.Second})
 	f.checkEvents(
 		"Normal Reclaiming "+reason+"; asking it to checkpoint within 1m30s (annotation rota.dev/checkpoint-requested)",
 		"Normal Checkpoint acknowledged after 4s (annotation rota.dev/checkpointed)",
@@ -116,12 +106,7 @@ func TestEvictAcknowledgedInLister(t *testing.T) {
 	gets := len(f.client.Actions())
 	f.step(checkpointTimers, 5*time.Second)
 	res, err := done()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := (Result{Checkpoint: Acknowledged, Eviction: Evicted, Waited: 5 * time.Second}); res != want {
-		t.Errorf("result = %+v, want %+v", res, want)
-	}
+	f.checkResult(res, err, Result{Checkpoint: Acknowledged, Eviction: Evicted, Waited: 5 * time.Second})
 	for _, a := range f.client.Actions()[gets:] {
 		if a.GetVerb() == "get" {
 			t.Errorf("the wait read the API server: %v", a)
@@ -135,12 +120,7 @@ func TestEvictGraceExpires(t *testing.T) {
 	done := f.start(victim())
 	f.step(checkpointTimers, 90*time.Second)
 	res, err := done()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := (Result{Checkpoint: GraceExpired, Eviction: Evicted, Waited: 90 * time.Second}); res != want {
-		t.Errorf("result = %+v, want %+v", res, want)
-	}
+	f.checkResult(res, err, Result{Checkpoint: GraceExpired, Eviction: Evicted, Waited: 90 * time.Second})
 	f.checkEvents(
 		"Normal Reclaiming "+reason+"; asking it to checkpoint within 1m30s (annotation rota.dev/checkpoint-requested)",
 		"Warning Checkpoint no acknowledgement within grace 1m30s; evicting",
@@ -162,12 +142,7 @@ func TestEvictGraceExpiresAfterFailedPOST(t *testing.T) {
 	})
 	f.step(checkpointTimers, time.Minute)
 	res, err := done()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := (Result{Checkpoint: GraceExpired, Eviction: Evicted, Waited: time.Minute}); res != want {
-		t.Errorf("result = %+v, want %+v", res, want)
-	}
+	f.checkResult(res, err, Result{Checkpoint: GraceExpired, Eviction: Evicted, Waited: time.Minute})
 	evs := f.events()
 	want := fmt.Sprintf("Warning Checkpoint no acknowledgement within grace 1m0s (POST %s/checkpoint answered 503 Service Unavailable); evicting", srv.URL)
 	if len(evs) != 3 || evs[1] != want {
@@ -179,12 +154,7 @@ func TestEvictGraceExpiresAfterFailedPOST(t *testing.T) {
 func TestEvictUndeclared(t *testing.T) {
 	f := newFixture(t, nil, victimPod(""))
 	res, err := f.start(victim())()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := (Result{Checkpoint: Undeclared, Eviction: Evicted}); res != want {
-		t.Errorf("result = %+v, want %+v", res, want)
-	}
+	f.checkResult(res, err, Result{Checkpoint: Undeclared, Eviction: Evicted})
 	f.checkEvents(
 		"Normal Reclaiming "+reason+"; it declares no checkpoint (rota.dev/checkpoint), evicting now",
 		"Normal Reclaimed evicted: "+reason,
@@ -199,12 +169,7 @@ func TestEvictUndeclared(t *testing.T) {
 func TestEvictInvalidDeclaration(t *testing.T) {
 	f := newFixture(t, nil, victimPod("grace=2h,http=8080/checkpoint"))
 	res, err := f.start(victim())()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := (Result{Checkpoint: Invalid, Eviction: Evicted}); res != want {
-		t.Errorf("result = %+v, want %+v", res, want)
-	}
+	f.checkResult(res, err, Result{Checkpoint: Invalid, Eviction: Evicted})
 	f.checkEvents(
 		"Normal Reclaiming "+reason+"; its checkpoint declaration is invalid, evicting without a checkpoint",
 		"Warning Checkpoint annotation rota.dev/checkpoint: grace: 2h0m0s is more than 1h0m0s; evicting without a checkpoint",

@@ -35,12 +35,7 @@ func TestEvictPDBRefusesThenAllows(t *testing.T) {
 	})
 	f.step(retryTimers, 2*time.Second)
 	res, err := done()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := (Result{Checkpoint: Undeclared, Eviction: Evicted}); res != want {
-		t.Errorf("result = %+v, want %+v", res, want)
-	}
+	f.checkResult(res, err, Result{Checkpoint: Undeclared, Eviction: Evicted})
 	f.checkEvents(
 		"Normal Reclaiming "+reason+"; it declares no checkpoint (rota.dev/checkpoint), evicting now",
 		"Normal Reclaimed evicted: "+reason,
@@ -56,12 +51,7 @@ func TestEvictPDBBlocked(t *testing.T) {
 		f.step(retryTimers, d)
 	}
 	res, err := done()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := (Result{Checkpoint: Undeclared, Eviction: PDBBlocked}); res != want {
-		t.Errorf("result = %+v, want %+v", res, want)
-	}
+	f.checkResult(res, err, Result{Checkpoint: Undeclared, Eviction: PDBBlocked})
 	f.checkEvents(
 		"Normal Reclaiming "+reason+"; it declares no checkpoint (rota.dev/checkpoint), evicting now",
 		"Warning ReclaimBlocked eviction refused 4 times, last: The disruption budget batch needs 2 healthy pods and has 2 currently; the pod keeps running ("+reason+")",
@@ -132,12 +122,7 @@ func TestEvictGoneDuringCheckpoint(t *testing.T) {
 	}
 	f.step(checkpointTimers, 2*time.Second)
 	res, err := done()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := (Result{Eviction: Gone}); res != want {
-		t.Errorf("result = %+v, want %+v", res, want)
-	}
+	f.checkResult(res, err, Result{Eviction: Gone})
 	f.checkEvicted(0)
 	f.checkMetrics(nil, map[string]int{"gone": 1})
 }
@@ -151,12 +136,7 @@ func TestEvictResumesRequest(t *testing.T) {
 	done := f.start(victim())
 	f.step(checkpointTimers, 10*time.Second)
 	res, err := done()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := (Result{Checkpoint: GraceExpired, Eviction: Evicted, Waited: 90 * time.Second}); res != want {
-		t.Errorf("result = %+v, want %+v", res, want)
-	}
+	f.checkResult(res, err, Result{Checkpoint: GraceExpired, Eviction: Evicted, Waited: 90 * time.Second})
 	if got := f.patches(); len(got) != 0 {
 		t.Errorf("patches = %q, want none", got)
 	}

@@ -207,6 +207,17 @@ func (f *fixture) checkMetrics(checkpoints, evictions map[string]int) {
 	}
 }
 
+// checkResult fails the test on err, and reports a result other than want.
+func (f *fixture) checkResult(res Result, err error, want Result) {
+	f.t.Helper()
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if res != want {
+		f.t.Errorf("result = %+v, want %+v", res, want)
+	}
+}
+
 // checkEvicted: exactly one Eviction was sent for the victim, with its
 // UID as a precondition.
 func (f *fixture) checkEvicted(calls int) {
