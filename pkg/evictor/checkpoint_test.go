@@ -44,10 +44,7 @@ func TestEvictHTTPAcknowledged(t *testing.T) {
 func TestEvictAnnotationAcknowledged(t *testing.T) {
 	f := newFixture(t, nil, victimPod("grace=90s"))
 	done := f.start(victim())
-	f.until("the checkpoint to be requested", func() bool {
-		s := f.ev.InProgress()
-		return len(s) == 1 && s[0].Phase == Checkpointing
-	})
+	f.untilCheckpointing()
 	s := f.ev.InProgress()[0]
 	if s.Requested != t0 || s.Deadline != t0.Add(90*time.Second) || s.GraceLeft(t0.Add(30*time.Second)) != time.Minute ||
 		s.Tenant != "team-b" || s.For.Tenant != "team-a" || s.Pod.Name != "batch-0" {
@@ -93,10 +90,7 @@ func TestEvictAcknowledgedInLister(t *testing.T) {
 	f := newFixtureWith(t, func(o *Options) { o.Pods = corelisters.NewPodLister(indexer); o.Poll = 5 * time.Second },
 		nil, victimPod("grace=90s"))
 	done := f.start(victim())
-	f.until("the checkpoint to be requested", func() bool {
-		s := f.ev.InProgress()
-		return len(s) == 1 && s[0].Phase == Checkpointing
-	})
+	f.untilCheckpointing()
 	acked := victimPod("grace=90s")
 	acked.Annotations[gpuv1.CheckpointRequestedAnnotation] = "2026-12-06T05:00:00Z"
 	acked.Annotations[gpuv1.CheckpointedAnnotation] = "2026-12-06T05:00:00Z"
@@ -151,33 +145,45 @@ func TestEvictGraceExpiresAfterFailedPOST(t *testing.T) {
 	f.checkMetrics(map[string]int{"grace_expired": 1}, map[string]int{"evicted": 1})
 }
 
-func TestEvictUndeclared(t *testing.T) {
-	f := newFixture(t, nil, victimPod(""))
-	res, err := f.start(victim())()
-	f.checkResult(res, err, Result{Checkpoint: Undeclared, Eviction: Evicted})
-	f.checkEvents(
-		"Normal Reclaiming "+reason+"; it declares no checkpoint (rota.dev/checkpoint), evicting now",
-		"Normal Reclaimed evicted: "+reason,
-	)
-	if got := f.patches(); len(got) != 0 {
-		t.Errorf("patches = %q, want none", got)
+// TestEvictWithoutCheckpoint: a pod that declares no checkpoint, or
+// declares one Rota cannot honour, is evicted at once, and no patch asks it
+// for a checkpoint.
+func TestEvictWithoutCheckpoint(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		annotation  string
+		checkpoint  CheckpointOutcome
+		events      []string
+		metricLabel string
+	}{{
+		name:       "undeclared",
+		checkpoint: Undeclared,
+		events: []string{
+			"Normal Reclaiming " + reason + "; it declares no checkpoint (rota.dev/checkpoint), evicting now",
+			"Normal Reclaimed evicted: " + reason,
+		},
+		metricLabel: "undeclared",
+	}, {
+		name:       "invalid declaration",
+		annotation: "grace=2h,http=8080/checkpoint",
+		checkpoint: Invalid,
+		events: []string{
+			"Normal Reclaiming " + reason + "; its checkpoint declaration is invalid, evicting without a checkpoint",
+			"Warning Checkpoint annotation rota.dev/checkpoint: grace: 2h0m0s is more than 1h0m0s; evicting without a checkpoint",
+			"Normal Reclaimed evicted: " + reason,
+		},
+		metricLabel: "invalid",
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, nil, victimPod(tc.annotation))
+			res, err := f.start(victim())()
+			f.checkResult(res, err, Result{Checkpoint: tc.checkpoint, Eviction: Evicted})
+			f.checkEvents(tc.events...)
+			if got := f.patches(); len(got) != 0 {
+				t.Errorf("patches = %q, want none", got)
+			}
+			f.checkEvicted(1)
+			f.checkMetrics(map[string]int{tc.metricLabel: 1}, map[string]int{"evicted": 1})
+		})
 	}
-	f.checkEvicted(1)
-	f.checkMetrics(map[string]int{"undeclared": 1}, map[string]int{"evicted": 1})
-}
-
-func TestEvictInvalidDeclaration(t *testing.T) {
-	f := newFixture(t, nil, victimPod("grace=2h,http=8080/checkpoint"))
-	res, err := f.start(victim())()
-	f.checkResult(res, err, Result{Checkpoint: Invalid, Eviction: Evicted})
-	f.checkEvents(
-		"Normal Reclaiming "+reason+"; its checkpoint declaration is invalid, evicting without a checkpoint",
-		"Warning Checkpoint annotation rota.dev/checkpoint: grace: 2h0m0s is more than 1h0m0s; evicting without a checkpoint",
-		"Normal Reclaimed evicted: "+reason,
-	)
-	if got := f.patches(); len(got) != 0 {
-		t.Errorf("patches = %q, want none", got)
-	}
-	f.checkEvicted(1)
-	f.checkMetrics(map[string]int{"invalid": 1}, map[string]int{"evicted": 1})
 }

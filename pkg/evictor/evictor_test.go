@@ -113,10 +113,7 @@ func TestEvictGone(t *testing.T) {
 func TestEvictGoneDuringCheckpoint(t *testing.T) {
 	f := newFixture(t, nil, victimPod("grace=90s"))
 	done := f.start(victim())
-	f.until("the checkpoint to be requested", func() bool {
-		s := f.ev.InProgress()
-		return len(s) == 1 && s[0].Phase == Checkpointing
-	})
+	f.untilCheckpointing()
 	if err := f.client.CoreV1().Pods("team-b").Delete(t.Context(), "batch-0", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}

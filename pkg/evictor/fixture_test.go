@@ -136,6 +136,16 @@ func (f *fixture) until(what string, cond func() bool) {
 	}
 }
 
+// untilCheckpointing waits until the one eviction in progress has asked its
+// pod for a checkpoint.
+func (f *fixture) untilCheckpointing() {
+	f.t.Helper()
+	f.until("the checkpoint to be requested", func() bool {
+		s := f.ev.InProgress()
+		return len(s) == 1 && s[0].Phase == Checkpointing
+	})
+}
+
 // Timers the evictor waits on: the grace and the next poll while it waits
 // for a checkpoint; the next try while it retries an eviction.
 const (
